@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One entry point for newcomers and CI.
+#   bash dev.sh demo    set up .venv and privatize a sample text with GloVe 6B 50d
+#   bash dev.sh test    set up .venv and run lint, type checks and the whole test suite
+#   bash dev.sh bench   set up .venv and run the benchmarks in benchmarks/
+# Needs only Python >= 3.11 and network access to PyPI. Set PYTHON to choose the interpreter.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV=.venv
+pick_python() {
+  for candidate in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      echo "$candidate"; return 0
+    fi
+  done
+  echo "dev.sh: Python >= 3.11 not found (set PYTHON=/path/to/python3.11)" >&2
+  return 1
+}
+
+setup() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$(pick_python)" -m venv "$VENV"
+  fi
+  # Reinstall only when the package metadata changed (entry points live there).
+  local stamp="$VENV/.dxp-installed" want
+  want=$(cat pyproject.toml | "$VENV/bin/python" -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "dev.sh: installing dxp_plugins and its dependencies into $VENV ..." >&2
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+    echo "$want" > "$stamp"
+  fi
+}
+
+cmd=${1:-help}
+shift || true
+case "$cmd" in
+  demo)
+    setup
+    "$VENV/bin/dxp" privatize examples/sample.txt --epsilon 10 --report - "$@"
+    ;;
+  test)
+    setup
+    "$VENV/bin/ruff" check dxp_plugins tests benchmarks examples
+    "$VENV/bin/ruff" format --check dxp_plugins tests benchmarks examples
+    "$VENV/bin/mypy"
+    "$VENV/bin/python" -m pytest "$@"
+    ;;
+  bench)
+    setup
+    "$VENV/bin/python" benchmarks/run_all.py "$@"
+    ;;
+  *)
+    sed -n '2,6p' "$0"
+    exit 2
+    ;;
+esac

@@ -1,0 +1,123 @@
+"""Randomness policy (PRIVACY.md 16-19).
+
+Every object that draws noise owns one :class:`RandomSource`:
+
+* default (``seed=None``): a ChaCha20 generator (randomgen) keyed with 256 bits from the
+  operating system -- cryptographically secure, never numpy's global state;
+* seeded (``seed=int``): an explicit opt-in for reproducible experiments; it warns with
+  :class:`~dxp_plugins.errors.SeededRandomnessWarning` and guarantees say ``"seeded"``.
+
+The generator never leaves the object: it is excluded from pickles and ``repr``. After a
+``fork`` (or when an unpickled copy is first used in another process) the source re-keys:
+secure sources draw a fresh OS key, seeded sources derive a stream from ``(seed, pid)``,
+so worker processes (``nlp.pipe(n_process=2)``) never replay one noise stream. A seeded
+run is therefore reproducible within one process only.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+
+from ._validation import check_int
+from .errors import SeededRandomnessWarning
+
+RNGMode = Literal["secure", "seeded"]
+
+_CHACHA_ROUNDS = 20
+
+
+def _secure_generator() -> np.random.Generator:
+    from randomgen import ChaCha
+
+    key = int.from_bytes(os.urandom(32), "little")
+    return np.random.Generator(ChaCha(key=key, counter=0, rounds=_CHACHA_ROUNDS))
+
+
+def _seeded_generator(seed: int, stream: tuple[int, ...]) -> np.random.Generator:
+    from randomgen import ChaCha
+
+    sequence = np.random.SeedSequence(seed, spawn_key=stream)
+    return np.random.Generator(ChaCha(seed=sequence, rounds=_CHACHA_ROUNDS))
+
+
+def check_seed(seed: Any) -> int | None:
+    """Validate a ``seed``/``random_state`` value: None (secure) or a non-negative int."""
+    if seed is None:
+        return None
+    if isinstance(seed, np.random.Generator | np.random.RandomState):
+        raise TypeError(
+            "random_state must be None (secure randomness) or an int seed; generator "
+            "objects are not accepted because their state could leave the object"
+        )
+    return check_int(seed, "seed", minimum=0)
+
+
+class RandomSource:
+    """The noise generator of one mechanism or front door (see module docstring)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._seed = check_seed(seed)
+        if self._seed is not None:
+            warnings.warn(
+                "seeded randomness: outputs are reproducible and the noise is predictable "
+                "to anyone who knows the seed; use seed=None for private releases",
+                SeededRandomnessWarning,
+                stacklevel=3,
+            )
+        self._origin_pid = os.getpid()
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._generator: np.random.Generator | None = None
+
+    @property
+    def mode(self) -> RNGMode:
+        """``"secure"`` or ``"seeded"``, as recorded in guarantees."""
+        return "secure" if self._seed is None else "seeded"
+
+    @property
+    def seed(self) -> int | None:
+        """The opt-in seed (None for secure randomness)."""
+        return self._seed
+
+    def generator(self) -> np.random.Generator:
+        """The generator for this process, (re-)keyed on first use after a fork."""
+        pid = os.getpid()
+        if self._generator is None or self._pid != pid:
+            with self._lock:
+                if self._generator is None or self._pid != pid:
+                    self._generator = self._new_generator(pid)
+                    self._pid = pid
+        return self._generator
+
+    def _new_generator(self, pid: int) -> np.random.Generator:
+        if self._seed is None:
+            return _secure_generator()
+        # The process that created the source replays the seed's own stream; any other
+        # process (a fork or an unpickled copy in a worker) gets a stream of its own.
+        stream = () if pid == self._origin_pid else (pid,)
+        return _seeded_generator(self._seed, stream)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Never the generator or its state (PRIVACY.md 18).
+        return {"seed": self._seed, "origin_pid": self._origin_pid}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._seed = state["seed"]
+        self._origin_pid = state["origin_pid"]
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._generator = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RandomSource:
+        # A copy must not share or replay the original's stream position.
+        copy = RandomSource.__new__(RandomSource)
+        copy.__setstate__(self.__getstate__())
+        return copy
+
+    def __repr__(self) -> str:
+        return f"RandomSource({self.mode})"

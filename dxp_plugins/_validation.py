@@ -1,0 +1,90 @@
+"""Checks shared by every mechanism, loader and front door (PRIVACY.md 23, 25, 26)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+#: Smallest and largest accepted epsilon: both keep ``exp(epsilon)`` and ``1/epsilon``
+#: finite in float64 with room for the mechanisms' own factors (e.g. TEM's ``2/epsilon``).
+MIN_EPSILON = 1e-12
+MAX_EPSILON = 700.0
+
+
+def check_epsilon(value: Any, name: str = "epsilon") -> float:
+    """Return ``value`` as a float if it is a finite real in [MIN_EPSILON, MAX_EPSILON].
+
+    bool, str, None, NaN and infinities are rejected with TypeError/ValueError.
+    """
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    as_float = float(value)
+    if not math.isfinite(as_float):
+        raise ValueError(f"{name} must be finite, got {as_float}")
+    if not MIN_EPSILON <= as_float <= MAX_EPSILON:
+        raise ValueError(f"{name} must lie in [{MIN_EPSILON:g}, {MAX_EPSILON:g}], got {as_float:g}")
+    return as_float
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None) -> int:
+    """Return ``value`` as an int (bool rejected), optionally at least ``minimum``."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    as_int = int(value)
+    if minimum is not None and as_int < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {as_int}")
+    return as_int
+
+
+def check_probability(value: Any, name: str, *, open_interval: bool = True) -> float:
+    """Return ``value`` as a float in (0, 1) (or [0, 1] when ``open_interval`` is False)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    as_float = float(value)
+    low_ok = as_float > 0 if open_interval else as_float >= 0
+    high_ok = as_float < 1 if open_interval else as_float <= 1
+    if not (math.isfinite(as_float) and low_ok and high_ok):
+        interval = "(0, 1)" if open_interval else "[0, 1]"
+        raise ValueError(f"{name} must lie in {interval}, got {as_float:g}")
+    return as_float
+
+
+def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def check_matrix(values: Any, name: str = "vectors") -> np.ndarray:
+    """Return a 2-D, non-empty, finite float32 C-contiguous view or copy of ``values``."""
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be a 2-D numeric matrix") from error
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got {array.ndim} dimension(s)")
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise ValueError(f"{name} must be non-empty, got shape {array.shape}")
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"{name} must hold real numbers, got dtype {array.dtype}")
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf, also after casting to float32)")
+    return array
+
+
+def check_text(value: Any, name: str = "text") -> str:
+    """Return ``value`` as str; bytes are decoded as strict UTF-8 (PRIVACY.md 25)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as error:
+            # The default message quotes the offending byte: report only its position.
+            raise ValueError(f"{name} is not valid UTF-8 (byte offset {error.start})") from None
+    raise TypeError(f"{name} must be str, got {type(value).__name__}")

@@ -1,0 +1,339 @@
+"""The ``dxp`` command line: privatize text files, list embeddings and mechanisms.
+
+    dxp privatize notes.txt --epsilon 10                 # one document per line
+    dxp privatize data.jsonl --field text --epsilon 10   # JSON lines, one field privatized
+    dxp embeddings list
+
+Errors are one line on stderr, without a traceback and without any input text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from . import __version__
+from .errors import DxpError
+
+PROG = "dxp"
+
+
+class CLIError(DxpError):
+    """A user error reported as one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _key_value(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.replace("-", "_"), value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Word-level metric differential privacy for text.")
+    parser.add_argument("--version", action="version", version=f"dxp_plugins {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    priv = commands.add_parser(
+        "privatize",
+        help="privatize plain-text or JSONL files (or stdin)",
+        description=(
+            "Replace every word of each document by a private word (punctuation and "
+            "whitespace pass through). Writes private text to stdout or --output."
+        ),
+    )
+    priv.add_argument(
+        "files",
+        nargs="*",
+        default=["-"],
+        metavar="FILE",
+        help="input files; '-' or nothing reads stdin",
+    )
+    priv.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    priv.add_argument("-m", "--mechanism", default="madlib", help="registry name (default: madlib)")
+    priv.add_argument(
+        "-e",
+        "--epsilon",
+        type=float,
+        required=True,
+        help="privacy parameter per unit of the mechanism's metric, per token",
+    )
+    priv.add_argument(
+        "--embeddings", default="glove-6b-50d", help="registry name (default: glove-6b-50d)"
+    )
+    priv.add_argument(
+        "--embeddings-param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra loader argument, e.g. path=vectors.txt",
+    )
+    priv.add_argument("--vocab-size", type=int, help="keep the N most frequent words")
+    priv.add_argument(
+        "--oov",
+        default="unk",
+        choices=["unk", "raise", "passthrough"],
+        help="out-of-vocabulary policy (default: unk)",
+    )
+    priv.add_argument(
+        "--index",
+        choices=["exact", "hnsw"],
+        help="nearest-neighbour search for embedding mechanisms (default: exact)",
+    )
+    priv.add_argument(
+        "--param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra mechanism parameter (JSON value), e.g. beta=0.001",
+    )
+    priv.add_argument(
+        "--seed",
+        type=int,
+        help="reproducible seeded noise (NOT for private releases; default: secure)",
+    )
+    priv.add_argument(
+        "--format",
+        choices=["auto", "text", "jsonl"],
+        default="auto",
+        help="input format (auto: .jsonl/.ndjson files are JSONL)",
+    )
+    priv.add_argument("--field", default="text", help="JSONL field to privatize (default: text)")
+    priv.add_argument(
+        "--unit",
+        choices=["line", "file"],
+        default="line",
+        help="plain text: one document per line (default) or per file",
+    )
+    priv.add_argument("--batch-size", type=int, default=512, help="documents per batch")
+    priv.add_argument(
+        "--report", metavar="FILE", help="write the guarantee as JSON ('-' for stderr)"
+    )
+    priv.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+    priv.set_defaults(handler=_privatize)
+
+    emb = commands.add_parser("embeddings", help="embedding registry")
+    emb_commands = emb.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    emb_commands.add_parser("list", help="list installed embedding loaders").set_defaults(
+        handler=lambda args: _list("embeddings")
+    )
+    mech = commands.add_parser("mechanisms", help="mechanism registry")
+    mech_commands = mech.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    mech_commands.add_parser("list", help="list installed mechanisms").set_defaults(
+        handler=lambda args: _list("mechanisms")
+    )
+    return parser
+
+
+def _list(kind: str) -> int:
+    from . import registry
+
+    for name, summary in registry.describe(getattr(registry, kind)).items():
+        print(f"{name:24s} {summary}")
+    return 0
+
+
+# -- privatize ------------------------------------------------------------------------------
+def _build_mechanism(args: argparse.Namespace) -> Any:
+    from .embeddings import load_embeddings
+    from .mechanisms import make_mechanism
+
+    loader_args = dict(args.embeddings_param)
+    if args.vocab_size is not None:
+        loader_args["vocab_size"] = args.vocab_size
+    try:
+        table = load_embeddings(args.embeddings, **loader_args)
+    except TypeError as error:
+        raise CLIError(f"embeddings {args.embeddings!r}: {error}") from None
+    params = dict(args.param)
+    params.update(epsilon=args.epsilon, oov=args.oov, random_state=args.seed)
+    if args.index is not None:
+        params["index"] = args.index
+    try:
+        return make_mechanism(args.mechanism, table, **params)
+    except TypeError as error:
+        raise CLIError(f"mechanism {args.mechanism!r}: {error}") from None
+
+
+def _is_jsonl(name: str, fmt: str) -> bool:
+    if fmt != "auto":
+        return fmt == "jsonl"
+    return Path(name).suffix.lower() in {".jsonl", ".ndjson"}
+
+
+def _split_line(raw: bytes) -> tuple[bytes, bytes]:
+    body = raw.rstrip(b"\r\n")
+    return body, raw[len(body) :]
+
+
+def _decode(raw: bytes, where: str) -> str:
+    from ._validation import check_text
+
+    return check_text(raw, where)
+
+
+def _records(name: str, stream: IO[bytes], args: argparse.Namespace) -> Iterator[tuple[Any, str]]:
+    """(context, text) per document; the context rebuilds the output around the text."""
+    label = "stdin" if name == "-" else name
+    if _is_jsonl(name, args.format):
+        for number, raw in enumerate(stream, start=1):
+            body, ending = _split_line(raw)
+            if not body.strip():
+                yield ("blank", ending), ""
+                continue
+            try:
+                record = json.loads(body)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise CLIError(f"{label}, line {number}: not valid JSON") from None
+            if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
+                raise CLIError(
+                    f"{label}, line {number}: field {args.field!r} is missing or not a string"
+                )
+            yield ("json", record, ending), record[args.field]
+    elif args.unit == "file":
+        yield ("raw", b""), _decode(stream.read(), label)
+    else:
+        for number, raw in enumerate(stream, start=1):
+            body, ending = _split_line(raw)
+            yield ("raw", ending), _decode(body, f"{label}, line {number}")
+
+
+def _render(context: Any, private: str, field: str) -> bytes:
+    if context[0] == "json":
+        _, record, ending = context
+        record[field] = private
+        return json.dumps(record, ensure_ascii=False).encode("utf-8") + (ending or b"\n")
+    return private.encode("utf-8") + context[-1]
+
+
+def _open_inputs(files: Sequence[str], stack: ExitStack) -> Iterator[tuple[str, IO[bytes]]]:
+    for name in files:
+        if name == "-":
+            yield name, sys.stdin.buffer
+        else:
+            try:
+                stream = stack.enter_context(open(name, "rb"))  # noqa: SIM115
+            except OSError as error:
+                raise CLIError(f"cannot read {name}: {error.strerror}") from None
+            yield name, stream
+
+
+def _privatize(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from .guarantee import Guarantee
+    from .text import privatize_texts
+
+    if args.batch_size < 1:
+        raise CLIError("--batch-size must be >= 1")
+    for name in args.files:
+        if name != "-" and not Path(name).is_file():
+            raise CLIError(f"cannot read {name}: no such file")
+    mechanism = _build_mechanism(args)
+    total: Guarantee | None = None
+    documents = 0
+    with ExitStack() as stack:
+        out: IO[bytes] = (
+            sys.stdout.buffer
+            if args.output == "-"
+            else stack.enter_context(open(args.output, "wb"))
+        )
+        progress = stack.enter_context(
+            tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=_no_progress(args))
+        )
+        for name, stream in _open_inputs(args.files, stack):
+            records = _records(name, stream, args)
+            contexts: list[Any] = []
+
+            def texts(
+                records: Iterator[tuple[Any, str]] = records, contexts: list[Any] = contexts
+            ) -> Iterator[str]:
+                for context, text in records:
+                    contexts.append(context)
+                    yield text
+
+            for index, result in enumerate(
+                privatize_texts(texts(), mechanism, batch_size=args.batch_size)
+            ):
+                out.write(_render(contexts[index], result.text, args.field))
+                contexts[index] = None  # bounded memory: drop what is written
+                total = result.guarantee if total is None else total.merge(result.guarantee)
+                documents += 1
+                progress.update(1)
+            out.flush()
+    if args.report:
+        _write_report(args.report, total or mechanism.guarantee(0), documents)
+    return 0
+
+
+def _no_progress(args: argparse.Namespace) -> bool | None:
+    if args.progress is None:
+        return None  # tqdm: disabled when stderr is not a terminal
+    return not args.progress
+
+
+def _write_report(target: str, guarantee: Any, documents: int) -> None:
+    report = {
+        "documents": documents,
+        "statement": guarantee.statement,
+        "guarantee": guarantee.to_dict(),
+    }
+    text = json.dumps(report, indent=2) + "\n"
+    if target == "-":
+        sys.stderr.write(text)
+    else:
+        try:
+            Path(target).write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise CLIError(f"cannot write report {target}: {error.strerror}") from None
+
+
+def _one_line_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    sys.stderr.write(f"{PROG}: warning: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dxp`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    warnings.showwarning = _one_line_warning
+    try:
+        code: int = args.handler(args)
+        return code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except (DxpError, ValueError, TypeError) as error:
+        sys.stderr.write(f"{PROG}: error: {error}\n")
+        return 1
+    except OSError as error:
+        sys.stderr.write(f"{PROG}: error: {error.strerror or type(error).__name__}\n")
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Embedding tables and the registry-backed loader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .table import OOV_ID, EmbeddingTable
+
+__all__ = ["OOV_ID", "EmbeddingTable", "load_embeddings"]
+
+
+def load_embeddings(name: str = "glove-6b-50d", **kwargs: Any) -> EmbeddingTable:
+    """Load embeddings by registry name (entry-point group ``dxp_plugins_embeddings``).
+
+    >>> emb = load_embeddings("glove-6b-50d", vocab_size=100_000)  # doctest: +SKIP
+    """
+    from .. import registry
+
+    loader = registry.resolve(registry.embeddings, name)
+    table = loader(**kwargs)
+    if not isinstance(table, EmbeddingTable):
+        raise TypeError(
+            f"embedding loader {name!r} returned {type(table).__name__}, not an EmbeddingTable"
+        )
+    return table

@@ -1,0 +1,237 @@
+"""EmbeddingTable: the public, fixed, fingerprinted vocabulary every mechanism works over.
+
+PRIVACY.md 3 and 26: the vocabulary and its vectors come from public embeddings only; the
+table is immutable (read-only vectors, tuple of words) so its fingerprint identifies it for
+the lifetime of the object, and privatizing never changes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._normalize import normalize_word
+from .._validation import check_int, check_matrix
+
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
+
+#: The id given to out-of-vocabulary tokens by :meth:`EmbeddingTable.lookup`.
+OOV_ID = -1
+
+
+class EmbeddingTable:
+    """Words and their float32 vectors, one row per word.
+
+    Parameters
+    ----------
+    words:
+        Unique, non-empty strings; row ``i`` of ``vectors`` belongs to ``words[i]``.
+    vectors:
+        A finite 2-D real matrix (stored as read-only float32, C order).
+    frequency_rank:
+        Optional public frequency rank of each row (0 = most frequent), e.g. GloVe's row
+        order. Used by ``most_frequent`` and by groupings that need a public order.
+    name:
+        A human-readable label (the registry name, for example).
+    copy:
+        Copy ``vectors`` (default). With ``copy=False`` a float32 C-contiguous array is
+        taken over and made read-only.
+    """
+
+    def __init__(
+        self,
+        words: Iterable[str],
+        vectors: Any,
+        *,
+        frequency_rank: Any = None,
+        name: str | None = None,
+        copy: bool = True,
+    ) -> None:
+        word_tuple = tuple(words)
+        for position, word in enumerate(word_tuple):
+            if not isinstance(word, str) or not word:
+                raise ValueError(f"words must be non-empty strings (row {position} is not)")
+        if len(set(word_tuple)) != len(word_tuple):
+            raise ValueError("words must be unique")
+        matrix = check_matrix(vectors)
+        if matrix.shape[0] != len(word_tuple):
+            raise ValueError(
+                f"vectors has {matrix.shape[0]} rows but there are {len(word_tuple)} words"
+            )
+        if copy and np.may_share_memory(matrix, vectors):
+            matrix = matrix.copy()
+        matrix.setflags(write=False)
+        self._words = word_tuple
+        self._vectors = matrix
+        self._rank = self._check_rank(frequency_rank, len(word_tuple))
+        self.name = name
+        self._key_to_id: dict[str, int] | None = None
+        self._fingerprint: str | None = None
+        #: Derived public structures (nearest-neighbour indexes, ...) keyed by their settings.
+        self.cache: dict[Any, Any] = {}
+
+    @staticmethod
+    def _check_rank(rank: Any, size: int) -> np.ndarray | None:
+        if rank is None:
+            return None
+        array = np.asarray(rank)
+        if array.shape != (size,) or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError("frequency_rank must be one integer per word")
+        if not np.array_equal(np.sort(array), np.arange(size)):
+            raise ValueError("frequency_rank must be a permutation of 0..len(words)-1")
+        array = array.astype(np.int64)
+        array.setflags(write=False)
+        return array
+
+    # -- basic properties -------------------------------------------------------------
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The vocabulary, in row order."""
+        return self._words
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The read-only float32 matrix, one row per word."""
+        return self._vectors
+
+    @property
+    def frequency_rank(self) -> np.ndarray | None:
+        """Public frequency rank per row (0 = most frequent), or None when unknown."""
+        return self._rank
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension n."""
+        return int(self._vectors.shape[1])
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 over the shape, the words (UTF-8, NUL-separated) and the float32 vectors."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256()
+            digest.update(f"dxp-embeddings-v1:{len(self)}x{self.dim}:".encode())
+            digest.update("\0".join(self._words).encode("utf-8"))
+            digest.update(self._vectors.data)
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Derived structures (faiss indexes, lookup dict) are rebuilt on demand.
+        state = self.__dict__.copy()
+        state["cache"] = {}
+        state["_key_to_id"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._vectors.setflags(write=False)
+
+    def word_array(self) -> np.ndarray:
+        """The words as a numpy object array (for vectorised id -> word mapping)."""
+        key = "word-array"
+        if key not in self.cache:
+            array = np.empty(len(self._words), dtype=object)
+            array[:] = self._words
+            self.cache[key] = array
+        words: np.ndarray = self.cache[key]
+        return words
+
+    def __repr__(self) -> str:
+        label = f"{self.name!r}, " if self.name else ""
+        return f"EmbeddingTable({label}{len(self)} words x {self.dim} dims)"
+
+    # -- lookup ---------------------------------------------------------------------
+    def _keys(self) -> dict[str, int]:
+        if self._key_to_id is None:
+            keys: dict[str, int] = {}
+            order = range(len(self)) if self._rank is None else np.argsort(self._rank).tolist()
+            for row in order:
+                keys.setdefault(normalize_word(self._words[row]), row)
+            self._key_to_id = keys
+        return self._key_to_id
+
+    def lookup(self, tokens: Sequence[str]) -> np.ndarray:
+        """Row ids of ``tokens`` after NFKC + lower-casing (``OOV_ID`` = -1 when absent).
+
+        When several rows share a normalised key, the most frequent (else the first) wins.
+        """
+        keys = self._keys()
+        get = keys.get
+        return np.fromiter(
+            (get(normalize_word(token), OOV_ID) for token in tokens),
+            dtype=np.int64,
+            count=len(tokens),
+        )
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and normalize_word(word) in self._keys()
+
+    def unk_vector(self) -> np.ndarray:
+        """The public point OOV tokens map to: the centroid of the table (float64)."""
+        key = "unk-vector"
+        if key not in self.cache:
+            self.cache[key] = self._vectors.mean(axis=0, dtype=np.float64)
+        vector: np.ndarray = self.cache[key]
+        return vector
+
+    # -- derived tables ----------------------------------------------------------------
+    def most_frequent(self, n: int) -> EmbeddingTable:
+        """A new table of the ``n`` most frequent words (needs ``frequency_rank``)."""
+        n = check_int(n, "vocab_size", minimum=1)
+        if self._rank is None:
+            raise ValueError("this table has no frequency rank; cannot keep the most frequent")
+        if n >= len(self):
+            return self
+        rows = np.argsort(self._rank, kind="stable")[:n]
+        rows.sort()
+        ranks = np.argsort(np.argsort(self._rank[rows], kind="stable"), kind="stable")
+        return EmbeddingTable(
+            [self._words[i] for i in rows.tolist()],
+            self._vectors[rows],
+            frequency_rank=ranks,
+            name=self.name,
+            copy=False,
+        )
+
+    # -- constructors from other libraries ----------------------------------------------
+    @classmethod
+    def from_keyed_vectors(
+        cls,
+        keyed_vectors: KeyedVectors,
+        *,
+        frequency_ordered: bool = False,
+        name: str | None = None,
+    ) -> EmbeddingTable:
+        """A table from a gensim ``KeyedVectors`` (``index_to_key`` and ``vectors``).
+
+        ``frequency_ordered=True`` declares the row order a public frequency rank (true of
+        GloVe and word2vec files).
+        """
+        words = list(keyed_vectors.index_to_key)
+        rank = np.arange(len(words)) if frequency_ordered else None
+        return cls(words, keyed_vectors.vectors, frequency_rank=rank, name=name)
+
+    @classmethod
+    def from_spacy(cls, vectors: Any, *, name: str | None = None) -> EmbeddingTable:
+        """A table from a spaCy ``Vectors`` (or a ``Vocab``/``Language`` holding one).
+
+        Every key becomes a word; keys that share a row share its vector (ties between
+        such words are broken uniformly at random by the nearest-neighbour search).
+        """
+        vectors = getattr(getattr(vectors, "vocab", vectors), "vectors", vectors)
+        strings = vectors.strings
+        if vectors.mode != "default":
+            raise ValueError("only spaCy vectors in 'default' mode (one row per key) are supported")
+        pairs = sorted((row, strings[key]) for key, row in vectors.key2row.items())
+        if not pairs:
+            raise ValueError("the spaCy vectors table is empty")
+        rows = np.fromiter((row for row, _ in pairs), dtype=np.int64, count=len(pairs))
+        data = np.asarray(vectors.data)
+        return cls([word for _, word in pairs], data[rows], name=name)

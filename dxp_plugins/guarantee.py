@@ -1,0 +1,144 @@
+"""What a release guarantees (PRIVACY.md 12-13).
+
+A :class:`Guarantee` describes one release: which mechanism, epsilon and metric, which
+public embeddings (fingerprint), how many tokens were privatized and how many passed
+through unchanged, the OOV policy and whether the noise was secure or seeded.
+
+Metric DP composes additively over token positions: two documents of equal length
+``x, x'`` give outputs whose likelihood ratio is at most ``exp(sum_i epsilon * d(x_i, x'_i))``.
+``spend`` is ``sum_i epsilon`` over privatized tokens, i.e. the bound per unit of the
+largest per-token distance. An :class:`Accountant` sums spend over releases and can refuse
+a release that would exceed a cap *before* any noise is drawn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BudgetExceededError
+
+
+def _library_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The guarantee of one release (a token batch, a document or a corpus)."""
+
+    mechanism: str
+    epsilon: float
+    metric: str
+    embeddings: str
+    vocab_size: int
+    tokens_privatized: int
+    tokens_passed_through: int
+    oov_tokens: int
+    oov_policy: str
+    rng: str
+    releases: int = 1
+    library_version: str = field(default_factory=_library_version)
+
+    @property
+    def spend(self) -> float:
+        """``epsilon * tokens_privatized``: the bound per unit of per-token distance."""
+        return self.epsilon * self.tokens_privatized
+
+    @property
+    def statement(self) -> str:
+        """One sentence a user can read."""
+        unit = {"euclidean": "Euclidean distance", "hamming": "Hamming distance"}.get(
+            self.metric, f"{self.metric} distance"
+        )
+        return (
+            f"{self.mechanism}: each of {self.tokens_privatized} privatized tokens is "
+            f"{self.epsilon:g}*d-private for d = {unit} between word embeddings "
+            f"(total {self.spend:g} per unit distance); {self.tokens_passed_through} tokens "
+            f"passed through unchanged; noise {self.rng}."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, with ``spend`` included."""
+        record = dataclasses.asdict(self)
+        record["spend"] = self.spend
+        return record
+
+    def merge(self, other: Guarantee) -> Guarantee:
+        """The guarantee of both releases together (same mechanism settings only)."""
+        keys = ("mechanism", "epsilon", "metric", "embeddings", "vocab_size", "oov_policy", "rng")
+        for key in keys:
+            if getattr(self, key) != getattr(other, key):
+                raise ValueError(f"cannot merge guarantees with different {key}")
+        return dataclasses.replace(
+            self,
+            tokens_privatized=self.tokens_privatized + other.tokens_privatized,
+            tokens_passed_through=self.tokens_passed_through + other.tokens_passed_through,
+            oov_tokens=self.oov_tokens + other.oov_tokens,
+            releases=self.releases + other.releases,
+        )
+
+    def add_passed_through(self, count: int) -> Guarantee:
+        """This guarantee with ``count`` more tokens passed through unchanged."""
+        return dataclasses.replace(self, tokens_passed_through=self.tokens_passed_through + count)
+
+    @staticmethod
+    def combine(guarantees: Iterable[Guarantee]) -> Guarantee | None:
+        """Merge an iterable of compatible guarantees (None when empty)."""
+        total: Guarantee | None = None
+        for guarantee in guarantees:
+            total = guarantee if total is None else total.merge(guarantee)
+        return total
+
+
+class Accountant:
+    """Sums spend across releases; with ``cap`` set, refuses releases that would exceed it.
+
+    The total is kept as aggregates (not a list of records), so streaming a huge corpus
+    through one accountant uses constant memory. Thread-safe.
+    """
+
+    def __init__(self, cap: float | None = None) -> None:
+        if cap is not None and (isinstance(cap, bool) or not math.isfinite(cap) or cap < 0):
+            raise ValueError("cap must be a finite number >= 0 or None")
+        self.cap = None if cap is None else float(cap)
+        self._lock = threading.Lock()
+        self.spent = 0.0
+        self.tokens_privatized = 0
+        self.releases = 0
+
+    @property
+    def remaining(self) -> float:
+        """Budget left before the cap (inf without a cap)."""
+        return math.inf if self.cap is None else max(self.cap - self.spent, 0.0)
+
+    def charge(self, spend: float, tokens: int) -> None:
+        """Record a release; over the cap raise BudgetExceededError and charge nothing."""
+        with self._lock:
+            if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
+                raise BudgetExceededError(
+                    f"release of {spend:g} would exceed the privacy budget cap {self.cap:g} "
+                    f"({self.spent:g} already spent)"
+                )
+            self.spent += spend
+            self.tokens_privatized += tokens
+            self.releases += 1
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        cap = "no cap" if self.cap is None else f"cap={self.cap:g}"
+        return f"Accountant(spent={self.spent:g}, releases={self.releases}, {cap})"

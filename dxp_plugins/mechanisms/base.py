@@ -1,0 +1,204 @@
+"""The shared base of every word mechanism: lookup, OOV policy, batching, accounting.
+
+Subclasses implement one method, :meth:`Mechanism._sample`, mapping a batch of vocabulary
+ids (``-1`` = the public UNK point) to private output ids with fresh noise per entry.
+Everything that must behave identically across mechanisms -- epsilon validation, the OOV
+policy (PRIVACY.md 20), the accountant check *before* noise is drawn (13), guarantee records
+(12), the randomness policy (16-19) -- lives here once.
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._random import RandomSource
+from .._validation import check_choice, check_epsilon
+from ..embeddings.table import OOV_ID, EmbeddingTable
+from ..errors import OOVError, PrivacyWarning
+from ..guarantee import Accountant, Guarantee
+
+#: ``"unk"`` (default): an OOV token is privatized from the table's public UNK point;
+#: ``"raise"``: OOVError; ``"passthrough"``: explicit opt-in, the token is released
+#: unchanged and counted in the guarantee. There is no "drop" (it would leak the count).
+OOV_POLICIES = ("unk", "raise", "passthrough")
+
+
+class Mechanism(ABC):
+    """A word-level metric-DP mechanism over a public :class:`EmbeddingTable`.
+
+    Parameters
+    ----------
+    embeddings:
+        The public vocabulary and vectors (or a registry name such as ``"glove-6b-50d"``).
+    epsilon:
+        Privacy parameter per unit of the mechanism's metric, per token.
+    oov:
+        One of :data:`OOV_POLICIES`.
+    random_state:
+        None (default) for a cryptographically secure generator; an int to opt in to
+        reproducible, seeded noise (warns; recorded as ``"seeded"``).
+    accountant:
+        Shared :class:`~dxp_plugins.guarantee.Accountant` (default: a private one).
+    """
+
+    #: Registry name.
+    name: ClassVar[str]
+    #: The metric the guarantee is stated in.
+    metric: ClassVar[str]
+    #: Tokens per internal batch (bounds memory on huge inputs, PRIVACY.md 24).
+    chunk_size: ClassVar[int] = 8192
+
+    def __init__(
+        self,
+        embeddings: EmbeddingTable | str,
+        epsilon: float,
+        *,
+        oov: str = "unk",
+        random_state: int | None = None,
+        accountant: Accountant | None = None,
+    ) -> None:
+        if isinstance(embeddings, str):
+            from ..embeddings import load_embeddings
+
+            embeddings = load_embeddings(embeddings)
+        if not isinstance(embeddings, EmbeddingTable):
+            raise TypeError("embeddings must be an EmbeddingTable or a registry name")
+        self.embeddings = embeddings
+        self.epsilon = check_epsilon(epsilon)
+        self.oov = check_choice(oov, "oov", OOV_POLICIES)
+        if self.oov == "passthrough":
+            warnings.warn(
+                "oov='passthrough' releases out-of-vocabulary tokens unchanged (unprotected)",
+                PrivacyWarning,
+                stacklevel=3,
+            )
+        self._random = RandomSource(random_state)
+        if accountant is not None and not isinstance(accountant, Accountant):
+            raise TypeError("accountant must be an Accountant")
+        self.accountant = accountant if accountant is not None else Accountant()
+        self.last_guarantee: Guarantee | None = None
+
+    # -- what subclasses implement ---------------------------------------------------------
+    @abstractmethod
+    def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Private output ids for input ids (``-1`` = UNK point), fresh noise per entry."""
+
+    # -- public API ------------------------------------------------------------------------
+    @property
+    def rng_mode(self) -> str:
+        """``"secure"`` or ``"seeded"``."""
+        return self._random.mode
+
+    def guarantee(
+        self, tokens_privatized: int, tokens_passed_through: int = 0, oov_tokens: int = 0
+    ) -> Guarantee:
+        """The guarantee record of a release with these counts."""
+        return Guarantee(
+            mechanism=self.name,
+            epsilon=self.epsilon,
+            metric=self.metric,
+            embeddings=self.embeddings.fingerprint,
+            vocab_size=len(self.embeddings),
+            tokens_privatized=tokens_privatized,
+            tokens_passed_through=tokens_passed_through,
+            oov_tokens=oov_tokens,
+            oov_policy=self.oov,
+            rng=self.rng_mode,
+        )
+
+    def privatize(self, tokens: Sequence[str]) -> list[str]:
+        """One private word per token, fresh noise for every occurrence."""
+        outputs, _ = self.privatize_batch([tokens])
+        return outputs[0]
+
+    def privatize_batch(
+        self, documents: Sequence[Sequence[str]]
+    ) -> tuple[list[list[str]], list[Guarantee]]:
+        """Privatize several token lists in one vectorised pass; one guarantee per list."""
+        if isinstance(documents, str):
+            raise TypeError("privatize_batch expects a sequence of token lists, not a str")
+        docs = [self._as_tokens(doc, position) for position, doc in enumerate(documents)]
+        lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+        flat = [token for doc in docs for token in doc]
+        ids = self.embeddings.lookup(flat)
+        oov = ids == OOV_ID
+        if self.oov == "raise" and oov.any():
+            first = int(np.flatnonzero(oov)[0])
+            doc_index = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
+            raise OOVError(
+                f"out-of-vocabulary token in document {doc_index} "
+                f"(token {first - int(lengths[:doc_index].sum())}) under oov='raise'"
+            )
+        released = ~oov if self.oov == "passthrough" else np.ones(len(ids), dtype=bool)
+        out_ids = self._release(ids[released])
+        words = self.embeddings.word_array()
+        output = np.empty(len(flat), dtype=object)
+        output[released] = words[out_ids]
+        if not released.all():
+            passed = np.flatnonzero(~released)
+            output[passed] = [flat[i] for i in passed.tolist()]
+        bounds = np.r_[0, np.cumsum(lengths)]
+        doc_released = np.diff(np.r_[0, np.cumsum(released)][bounds])
+        doc_oov = np.diff(np.r_[0, np.cumsum(oov)][bounds])
+        outputs = [output[bounds[i] : bounds[i + 1]].tolist() for i in range(len(docs))]
+        guarantees = [
+            self.guarantee(int(n_released), int(n_tokens - n_released), int(n_oov))
+            for n_released, n_tokens, n_oov in zip(doc_released, lengths, doc_oov, strict=True)
+        ]
+        self.last_guarantee = Guarantee.combine(guarantees)
+        return outputs, guarantees
+
+    def privatize_ids(self, ids: Any) -> np.ndarray:
+        """Private output ids for vocabulary ids (``-1`` selects the public UNK point)."""
+        array = np.asarray(ids)
+        if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
+            raise ValueError("ids must be a 1-D integer array")
+        array = array.astype(np.int64)
+        if array.size and (array.min() < OOV_ID or array.max() >= len(self.embeddings)):
+            raise ValueError(f"ids must lie in [-1, {len(self.embeddings)})")
+        out = self._release(array)
+        self.last_guarantee = self.guarantee(len(array), 0, int(np.sum(array == OOV_ID)))
+        return out
+
+    # -- shared machinery --------------------------------------------------------------------
+    def _release(self, ids: np.ndarray) -> np.ndarray:
+        """Charge the accountant, then sample in bounded chunks."""
+        self.accountant.charge(self.epsilon * len(ids), len(ids))
+        if len(ids) == 0:
+            return np.empty(0, dtype=np.int64)
+        rng = self._random.generator()
+        chunks = [
+            self._sample(ids[start : start + self.chunk_size], rng)
+            for start in range(0, len(ids), self.chunk_size)
+        ]
+        return np.concatenate(chunks)
+
+    def _points(self, ids: np.ndarray) -> np.ndarray:
+        """float64 vectors of ``ids``; ``-1`` gives the public UNK point."""
+        points = self.embeddings.vectors[np.maximum(ids, 0)].astype(np.float64)
+        unknown = ids == OOV_ID
+        if unknown.any():
+            points[unknown] = self.embeddings.unk_vector()
+        return points
+
+    @staticmethod
+    def _as_tokens(doc: Any, position: int) -> Sequence[str]:
+        if isinstance(doc, str) or not isinstance(doc, Sequence):
+            raise TypeError(f"document {position} must be a sequence of str tokens")
+        for token in doc:
+            if not isinstance(token, str):
+                raise TypeError(f"document {position} holds a {type(token).__name__}, not str")
+        return doc
+
+    def _settings(self) -> dict[str, Any]:
+        """Public, JSON-ready settings shown in repr and stored by the front doors."""
+        return {"epsilon": self.epsilon, "oov": self.oov}
+
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{key}={value!r}" for key, value in self._settings().items())
+        return f"{type(self).__name__}({self.embeddings!r}, {settings}, rng={self.rng_mode!r})"

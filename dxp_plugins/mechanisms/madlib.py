@@ -1,0 +1,76 @@
+"""Madlib: multivariate Laplace noise on word embeddings, then the nearest word.
+
+Feyisetan, Balle, Drake, Diethe, WSDM 2020, Algorithm 1 and Section 2.6: for a word w with
+embedding phi(w) in R^n, release ``argmin_y ||phi(w) + Z - phi(y)||`` where Z has density
+proportional to ``exp(-epsilon * ||z||_2)``. Sampled exactly as Z = r * g / ||g|| with
+g ~ N(0, I_n) (uniform direction) and r ~ Gamma(shape=n, scale=1/epsilon). The release is
+epsilon*d-private for d the Euclidean distance between embeddings; decoding is
+post-processing of the noisy vector (PRIVACY.md 1-4).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..embeddings.table import EmbeddingTable
+from ..guarantee import Accountant
+from ..neighbors import NeighborIndex, check_index_params, get_index
+from .base import Mechanism
+
+
+def sample_noise(rng: np.random.Generator, count: int, dim: int, epsilon: float) -> np.ndarray:
+    """``count`` draws of Z with density proportional to exp(-epsilon ||z||) in R^dim (§2.6)."""
+    direction = rng.standard_normal((count, dim))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    radius = rng.gamma(shape=dim, scale=1.0 / epsilon, size=count)
+    direction *= radius[:, None]
+    return direction
+
+
+class Madlib(Mechanism):
+    """Madlib (Algorithm 1): ``epsilon * ||phi(w) - phi(w')||``-private word replacement.
+
+    ``index="exact"`` searches exactly with faiss; ``index="hnsw"`` trades recall for speed
+    (``index_params``: ``m``, ``ef_construction``, ``ef_search``); see
+    :mod:`dxp_plugins.neighbors`.
+    """
+
+    name = "madlib"
+    metric = "euclidean"
+
+    def __init__(
+        self,
+        embeddings: EmbeddingTable | str,
+        epsilon: float,
+        *,
+        index: str = "exact",
+        index_params: dict[str, Any] | None = None,
+        oov: str = "unk",
+        random_state: int | None = None,
+        accountant: Accountant | None = None,
+    ) -> None:
+        super().__init__(
+            embeddings, epsilon, oov=oov, random_state=random_state, accountant=accountant
+        )
+        self.index = index
+        self.index_params = dict(index_params or {})
+        check_index_params(self.index, self.index_params)
+
+    @property
+    def neighbor_index(self) -> NeighborIndex:
+        """The (cached) nearest-neighbour index over the public table."""
+        return get_index(self.embeddings, self.index, **self.index_params)
+
+    def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        noisy = self._points(ids)
+        noisy += sample_noise(rng, len(ids), self.embeddings.dim, self.epsilon)
+        return self.neighbor_index.search(noisy, rng)
+
+    def _settings(self) -> dict[str, Any]:
+        settings = super()._settings()
+        settings["index"] = self.index
+        if self.index_params:
+            settings["index_params"] = self.index_params
+        return settings

@@ -1,0 +1,192 @@
+"""Nearest-neighbour decoding over the public vocabulary (PRIVACY.md 2-4).
+
+Decoding maps a noisy vector to a vocabulary row and is a pure function of that vector
+(plus fresh, input-independent randomness for exact ties): it never sees the input word,
+never excludes it, never falls back to it.
+
+* ``"exact"`` (default): faiss ``IndexFlatL2``, exact L2 search (float32 distances).
+* ``"hnsw"``: faiss ``IndexHNSWFlat`` -- approximate, faster on large vocabularies; its
+  misses cost utility, not privacy (the graph is built from the public table only).
+  Measure its recall with :func:`recall_at_1`. Queries the graph cannot answer are searched
+  exactly.
+
+Ties: rows with identical vectors are exact ties for every query; the search returns one of
+them uniformly at random. Ties between distinct vectors have probability zero under
+continuous noise and resolve in faiss's fixed index order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._validation import check_choice, check_int
+
+if TYPE_CHECKING:
+    from .embeddings.table import EmbeddingTable
+
+INDEX_METHODS = ("exact", "hnsw")
+#: Parameters each index method accepts.
+INDEX_PARAMS: dict[str, tuple[str, ...]] = {
+    "exact": (),
+    "hnsw": ("m", "ef_construction", "ef_search"),
+}
+
+
+@dataclass(frozen=True)
+class TieGroups:
+    """Rows with identical vectors: ``members[offsets[g]:offsets[g+1]]`` form group g."""
+
+    group_of_row: np.ndarray  # int64, -1 for rows without a twin
+    members: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def find(cls, vectors: np.ndarray) -> TieGroups | None:
+        """Groups of identical rows, or None when every row is unique (the usual case)."""
+        rows = np.ascontiguousarray(vectors + np.float32(0.0))  # -0.0 and 0.0 are equal
+        as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+        _, inverse, counts = np.unique(as_bytes, return_inverse=True, return_counts=True)
+        if counts.max() == 1:
+            return None
+        shared = counts[inverse] > 1
+        shared_rows = np.flatnonzero(shared)
+        keys = inverse[shared_rows]
+        order = np.argsort(keys, kind="stable")
+        members = shared_rows[order]
+        sorted_keys = keys[order]
+        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        offsets = np.r_[starts, len(members)].astype(np.int64)
+        group_of_row = np.full(len(vectors), -1, dtype=np.int64)
+        group_ids = np.repeat(np.arange(len(starts)), np.diff(offsets))
+        group_of_row[members] = group_ids
+        return cls(group_of_row, members.astype(np.int64), offsets)
+
+    def break_ties(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Replace each id that has twins by a uniformly random member of its group."""
+        groups = self.group_of_row[ids]
+        tied = groups >= 0
+        if tied.any():
+            group = groups[tied]
+            start = self.offsets[group]
+            size = self.offsets[group + 1] - start
+            pick = start + np.floor(rng.random(len(group)) * size).astype(np.int64)
+            ids = ids.copy()
+            ids[tied] = self.members[np.minimum(pick, self.offsets[group + 1] - 1)]
+        return ids
+
+
+class NeighborIndex:
+    """Nearest vocabulary row of each query vector."""
+
+    method = "exact"
+
+    def __init__(self, table: EmbeddingTable) -> None:
+        import faiss
+
+        self.dim = table.dim
+        self.size = len(table)
+        self._vectors = table.vectors
+        self._faiss = self._build(faiss, table.vectors)
+        self._ties = TieGroups.find(table.vectors)
+
+    def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
+        index = faiss.IndexFlatL2(vectors.shape[1])
+        index.add(vectors)
+        return index
+
+    @property
+    def params(self) -> dict[str, int]:
+        """The index's tunable parameters."""
+        return {}
+
+    def search_raw(self, queries: np.ndarray) -> np.ndarray:
+        """faiss's nearest row per query, without tie-breaking (-1 where it found none)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dim:
+            raise ValueError(f"queries must have shape (n, {self.dim})")
+        if len(queries) == 0:
+            return np.empty(0, dtype=np.int64)
+        _, ids = self._faiss.search(queries, 1)
+        return ids[:, 0].astype(np.int64)
+
+    def search(self, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Nearest row of each query (ties between identical rows broken with ``rng``)."""
+        ids = self.search_raw(queries)
+        missing = ids < 0
+        if missing.any():  # never the input: search those queries exactly
+            ids[missing] = exact_search(self._vectors, queries[missing])
+        if self._ties is not None:
+            ids = self._ties.break_ties(ids, rng)
+        return ids
+
+
+class HNSWIndex(NeighborIndex):
+    """faiss HNSW graph (approximate). ``m``: links per node; ``ef_*``: beam widths."""
+
+    method = "hnsw"
+
+    def __init__(
+        self, table: EmbeddingTable, *, m: int = 32, ef_construction: int = 40, ef_search: int = 64
+    ) -> None:
+        self._m = check_int(m, "m", minimum=2)
+        self._ef_construction = check_int(ef_construction, "ef_construction", minimum=1)
+        self._ef_search = check_int(ef_search, "ef_search", minimum=1)
+        super().__init__(table)
+
+    def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
+        index = faiss.IndexHNSWFlat(vectors.shape[1], self._m)
+        index.hnsw.efConstruction = self._ef_construction
+        index.add(vectors)
+        index.hnsw.efSearch = self._ef_search
+        return index
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {
+            "m": self._m,
+            "ef_construction": self._ef_construction,
+            "ef_search": self._ef_search,
+        }
+
+
+def exact_search(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Exact nearest row by float64 brute force (small query batches only)."""
+    data = vectors.astype(np.float64)
+    sq = np.einsum("ij,ij->i", data, data)
+    out = np.empty(len(queries), dtype=np.int64)
+    for start in range(0, len(queries), 256):
+        block = np.asarray(queries[start : start + 256], dtype=np.float64)
+        out[start : start + 256] = np.argmin(sq[None, :] - 2.0 * block @ data.T, axis=1)
+    return out
+
+
+def check_index_params(method: str, params: dict[str, Any]) -> None:
+    """Raise ValueError for an unknown method or a parameter it does not take."""
+    check_choice(method, "index", INDEX_METHODS)
+    unknown = sorted(set(params) - set(INDEX_PARAMS[method]))
+    if unknown:
+        raise ValueError(f"index {method!r} does not take parameter(s) {unknown}")
+
+
+def get_index(table: EmbeddingTable, method: str = "exact", **params: Any) -> NeighborIndex:
+    """The index of ``table`` for ``method``, built once and cached on the table."""
+    check_index_params(method, params)
+    key = ("neighbor-index", method, tuple(sorted(params.items())))
+    index = table.cache.get(key)
+    if index is None:
+        index = NeighborIndex(table) if method == "exact" else HNSWIndex(table, **params)
+        table.cache[key] = index
+    assert isinstance(index, NeighborIndex)
+    return index
+
+
+def recall_at_1(approximate: NeighborIndex, exact: NeighborIndex, queries: np.ndarray) -> float:
+    """Share of queries whose approximate nearest row equals the exact one."""
+    if len(queries) == 0:
+        raise ValueError("recall needs at least one query")
+    found = approximate.search_raw(queries)
+    truth = exact.search_raw(queries)
+    return float(np.mean(found == truth))

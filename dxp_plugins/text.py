@@ -1,0 +1,171 @@
+"""The one text path shared by the spaCy component, the scikit-learn transformer and the CLI.
+
+tokenize -> select -> privatize -> detokenize (PRIVACY.md 14, 20-25):
+
+* **Tokenize** with spaCy's rule-based English tokenizer (``spacy.blank("en")``): public and
+  deterministic; each token keeps its trailing whitespace, so layout survives.
+* **Select**: every token is privatized except whitespace tokens and tokens that exactly
+  match :data:`PUNCTUATION` (a fixed allow-list, passed through unchanged and counted).
+  Digits, e-mail addresses, URLs and unknown strings are words: they are privatized (OOV
+  strings via the public UNK point).
+* **Privatize** all selected tokens of a batch of documents in one mechanism call (the
+  mechanism normalises each token with NFKC + lower case before lookup).
+* **Detokenize**: private words joined with the original whitespace.
+
+Not protected, by design: the number of tokens, their positions, the whitespace between
+them and the allow-listed punctuation.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._validation import check_int, check_text
+from .guarantee import Guarantee
+
+if TYPE_CHECKING:
+    from spacy.tokenizer import Tokenizer
+
+    from .mechanisms.base import Mechanism
+
+#: Tokens passed through unchanged: ASCII punctuation and common typographic marks, each
+#: matched exactly (a token is passed only if its whole text is in this set).
+PUNCTUATION: frozenset[str] = frozenset(
+    [
+        *".,;:!?'\"()[]{}<>-/\\|&*#@%^_~`+=$",
+        "...",
+        "--",
+        "…",
+        "–",
+        "—",
+        "‘",
+        "’",
+        "“",
+        "”",
+        "«",
+        "»",
+    ]
+)
+
+
+def should_privatize(token_text: str) -> bool:
+    """Default selection: everything but whitespace and :data:`PUNCTUATION`."""
+    return not token_text.isspace() and token_text not in PUNCTUATION
+
+
+@functools.cache
+def tokenizer() -> Tokenizer:
+    """The shared public tokenizer (``spacy.blank("en").tokenizer``)."""
+    import spacy
+
+    return spacy.blank("en").tokenizer
+
+
+@dataclass(frozen=True)
+class TokenizedText:
+    """Token texts, their trailing whitespace, and which tokens are privatized."""
+
+    words: list[str]
+    spaces: list[str]
+    selected: list[bool]
+
+    @classmethod
+    def from_doc(cls, doc: Any, selected: Sequence[bool] | None = None) -> TokenizedText:
+        """From a spaCy ``Doc`` (default selection unless ``selected`` is given)."""
+        words = [token.text for token in doc]
+        spaces = [token.whitespace_ for token in doc]
+        if selected is None:
+            chosen = [should_privatize(word) for word in words]
+        else:
+            chosen = [
+                bool(flag) and should_privatize(word)
+                for flag, word in zip(selected, words, strict=True)
+            ]
+        return cls(words, spaces, chosen)
+
+
+def tokenize(text: str) -> TokenizedText:
+    """Tokenize one text with the public tokenizer and the default selection."""
+    return TokenizedText.from_doc(tokenizer()(check_text(text)))
+
+
+def detokenize(words: Sequence[str], spaces: Sequence[str]) -> str:
+    """Join words with their original trailing whitespace."""
+    return "".join(word + space for word, space in zip(words, spaces, strict=True))
+
+
+def privatize_tokenized(
+    documents: Sequence[TokenizedText], mechanism: Mechanism
+) -> list[tuple[list[str], Guarantee]]:
+    """Privatize the selected tokens of all documents in one batch (the shared core).
+
+    Unselected tokens are returned unchanged; unselected non-whitespace tokens count as
+    passed through in each document's guarantee.
+    """
+    chosen = [
+        [w for w, keep in zip(doc.words, doc.selected, strict=True) if keep] for doc in documents
+    ]
+    private, guarantees = mechanism.privatize_batch(chosen)
+    results: list[tuple[list[str], Guarantee]] = []
+    for doc, replaced, guarantee in zip(documents, private, guarantees, strict=True):
+        out = list(doc.words)
+        replacements = iter(replaced)
+        passed = 0
+        for position, keep in enumerate(doc.selected):
+            if keep:
+                out[position] = next(replacements)
+            elif not doc.words[position].isspace():
+                passed += 1
+        results.append((out, guarantee.add_passed_through(passed)))
+    return results
+
+
+@dataclass(frozen=True)
+class PrivateText:
+    """A private text and the guarantee of its release."""
+
+    text: str
+    guarantee: Guarantee
+
+
+def privatize_texts(
+    texts: Iterable[str | bytes], mechanism: Mechanism, *, batch_size: int = 256
+) -> Iterator[PrivateText]:
+    """Privatize texts lazily, ``batch_size`` documents per mechanism call.
+
+    Empty or whitespace-only texts give ``""`` and spend nothing (PRIVACY.md 22).
+    """
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    batch: list[str] = []
+    for position, text in enumerate(texts):
+        batch.append(check_text(text, f"text {position}"))
+        if len(batch) == batch_size:
+            yield from _privatize_batch(batch, mechanism)
+            batch = []
+    if batch:
+        yield from _privatize_batch(batch, mechanism)
+
+
+def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
+    """Privatize one text."""
+    return next(privatize_texts([text], mechanism))
+
+
+def _privatize_batch(texts: list[str], mechanism: Mechanism) -> Iterator[PrivateText]:
+    blank = [not text.strip() for text in texts]
+    docs = [
+        TokenizedText.from_doc(doc)
+        for doc in tokenizer().pipe(
+            text for text, empty in zip(texts, blank, strict=True) if not empty
+        )
+    ]
+    results = iter(zip(docs, privatize_tokenized(docs, mechanism), strict=True))
+    for empty in blank:
+        if empty:
+            yield PrivateText("", mechanism.guarantee(0, 0, 0))
+            continue
+        doc, (words, guarantee) = next(results)
+        yield PrivateText(detokenize(words, doc.spaces), guarantee)
