@@ -29,8 +29,23 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Accountant": (".guarantee", "Accountant"),
     "privatize_text": (".text", "privatize_text"),
     "privatize_texts": (".text", "privatize_texts"),
+    "TextPrivatizer": (".estimators", "TextPrivatizer"),
+    "LPLPTransformer": (".estimators", "LPLPTransformer"),
 }
-_SUBMODULES = ("registry", "text", "neighbors", "guarantee", "audit", "embeddings", "mechanisms")
+_SUBMODULES = (
+    "audit",
+    "calibration",
+    "datasets",
+    "embeddings",
+    "estimators",
+    "guarantee",
+    "lplp",
+    "mechanisms",
+    "neighbors",
+    "registry",
+    "text",
+    "topics",
+)
 
 __all__ = [
     "BudgetExceededError",

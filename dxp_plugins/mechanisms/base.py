@@ -89,6 +89,26 @@ class Mechanism(ABC):
         """Private output ids for input ids (``-1`` = UNK point), fresh noise per entry."""
 
     # -- public API ------------------------------------------------------------------------
+    def distribution(self, word: str | int) -> np.ndarray:
+        """The exact output law of ``word`` over the vocabulary (float64, sums to 1).
+
+        Mechanisms with a closed form (TEM; BRR on small codes) override this; calibration
+        and exact-law tests use it. Others raise NotImplementedError (use Monte Carlo).
+        """
+        raise NotImplementedError(f"{self.name} has no closed-form output law")
+
+    def _input_id(self, word: str | int) -> int:
+        """Row id of a word (normalised lookup, OOV -> -1 under the OOV policy) or an id."""
+        if isinstance(word, str):
+            row = int(self.embeddings.lookup([word])[0])
+            if row == OOV_ID and self.oov != "unk":
+                raise OOVError(f"out-of-vocabulary word under oov={self.oov!r}")
+            return row
+        row = int(word)
+        if not OOV_ID <= row < len(self.embeddings):
+            raise ValueError(f"id must lie in [-1, {len(self.embeddings)})")
+        return row
+
     @property
     def rng_mode(self) -> str:
         """``"secure"`` or ``"seeded"``."""

@@ -1,0 +1,17 @@
+"""scikit-learn transformers: TextPrivatizer (text -> private text) and LPLPTransformer
+(bag-of-words counts -> private counts). Imported lazily so ``import dxp_plugins`` stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {"TextPrivatizer": ".text", "LPLPTransformer": ".lplp"}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'dxp_plugins.estimators' has no attribute {name!r}")
