@@ -71,7 +71,8 @@ def check_matrix(values: Any, name: str = "vectors") -> np.ndarray:
         raise ValueError(f"{name} must be non-empty, got shape {array.shape}")
     if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
         raise ValueError(f"{name} must hold real numbers, got dtype {array.dtype}")
-    array = np.ascontiguousarray(array, dtype=np.float32)
+    with np.errstate(over="ignore"):  # values beyond float32 become inf, rejected below
+        array = np.ascontiguousarray(array, dtype=np.float32)
     if not np.isfinite(array).all():
         raise ValueError(f"{name} must be finite (no NaN or inf, also after casting to float32)")
     return array

@@ -318,9 +318,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxp`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    warnings.showwarning = _one_line_warning
     try:
-        code: int = args.handler(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _one_line_warning
+            code: int = args.handler(args)
         return code
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")

@@ -7,6 +7,7 @@ Each loader is a cheap function (no data at import time) that returns an
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,13 @@ def load_keyed_vectors(
         if path.suffix == ".kv":
             keyed_vectors = KeyedVectors.load(str(path))
         else:
-            keyed_vectors = KeyedVectors.load_word2vec_format(
-                str(path), binary=binary, no_header=no_header, limit=vocab_size
-            )
+            with warnings.catch_warnings():
+                # gensim re-opens the file without closing it when no_header=True; the
+                # handle is released when the call returns, inside this block.
+                warnings.simplefilter("ignore", ResourceWarning)
+                keyed_vectors = KeyedVectors.load_word2vec_format(
+                    str(path), binary=binary, no_header=no_header, limit=vocab_size
+                )
     if not isinstance(keyed_vectors, KeyedVectors):
         raise TypeError("keyed_vectors must be a gensim KeyedVectors")
     ordered = from_file if frequency_ordered is None else frequency_ordered

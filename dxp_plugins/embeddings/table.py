@@ -229,7 +229,13 @@ class EmbeddingTable:
         strings = vectors.strings
         if vectors.mode != "default":
             raise ValueError("only spaCy vectors in 'default' mode (one row per key) are supported")
-        pairs = sorted((row, strings[key]) for key, row in vectors.key2row.items())
+        try:
+            pairs = sorted((row, strings[key]) for key, row in vectors.key2row.items())
+        except KeyError:
+            raise ValueError(
+                "a vector key has no string in the StringStore; pass the Vocab or "
+                "Language that owns the vectors"
+            ) from None
         if not pairs:
             raise ValueError("the spaCy vectors table is empty")
         rows = np.fromiter((row for row, _ in pairs), dtype=np.int64, count=len(pairs))

@@ -1,0 +1,168 @@
+"""The ``dxp`` command line (issue 2, item 7)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dxp_plugins.cli import main
+
+FAST = ["--vocab-size", "5000"]
+
+
+def run(args, capsys):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_plain_text_one_document_per_line(tmp_path, capsys):
+    source = tmp_path / "notes.txt"
+    source.write_text("The hockey team won.\n\nEncryption keys, please!\r\nlast line")
+    out = tmp_path / "private.txt"
+    report = tmp_path / "report.json"
+    code, _, err = run(
+        ["privatize", source, "-o", out, "--epsilon", 300, "--report", report, *FAST], capsys
+    )
+    assert code == 0, err
+    lines = out.read_bytes().split(b"\n")
+    assert lines[0] == b"the hockey team won." and lines[1] == b""
+    assert lines[2].endswith(b"please!\r") and lines[3] == b"last line"
+    record = json.loads(report.read_text())
+    assert record["documents"] == 4
+    assert record["guarantee"]["tokens_privatized"] == 9
+    assert record["guarantee"]["tokens_passed_through"] == 3
+    assert record["guarantee"]["spend"] == 2700.0
+    assert record["guarantee"]["rng"] == "secure" and len(record["guarantee"]["embeddings"]) == 64
+
+
+def test_whole_file_unit_and_stdin(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hockey team\nmusic\n")))
+    code, out, _ = run(["privatize", "--epsilon", 300, "--unit", "file", *FAST], capsys)
+    assert code == 0 and out == "hockey team\nmusic\n"
+
+
+def test_jsonl_privatizes_one_field_and_keeps_the_rest(tmp_path, capsys):
+    source = tmp_path / "data.jsonl"
+    rows = [{"id": 1, "text": "Hockey TEAM", "label": "x"}, {"id": 2, "text": "", "label": "y"}]
+    source.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    code, out, _ = run(["privatize", source, "--epsilon", 300, *FAST], capsys)
+    assert code == 0
+    written = [json.loads(line) for line in out.splitlines() if line]
+    assert written == [
+        {"id": 1, "text": "hockey team", "label": "x"},
+        {"id": 2, "text": "", "label": "y"},
+    ]
+
+
+def test_jsonl_custom_field(tmp_path, capsys):
+    source = tmp_path / "data.ndjson"
+    source.write_text(json.dumps({"body": "music", "text": "untouched"}) + "\n")
+    code, out, _ = run(["privatize", source, "--epsilon", 300, "--field", "body", *FAST], capsys)
+    assert code == 0 and json.loads(out) == {"body": "music", "text": "untouched"}
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "expected"),
+    [
+        (b'{"text": "zq7secret hockey"\n', [], "line 1: not valid JSON"),
+        (b'{"body": "zq7secret"}\n', [], "field 'text' is missing"),
+        (b"zq7secret \xff\n", ["--format", "text"], "not valid UTF-8"),
+        (b"zq7secret hockey\n", ["--format", "text", "--oov", "raise"], "out-of-vocabulary token"),
+    ],
+)
+def test_errors_are_one_line_without_private_text(tmp_path, content, args, expected):
+    source = tmp_path / "input.jsonl"
+    source.write_bytes(content)
+    result = subprocess.run(
+        [
+            Path(sys.executable).with_name("dxp"),
+            "privatize",
+            source,
+            "--epsilon",
+            "5",
+            *FAST,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and expected in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and "zq7secret" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["privatize", "--epsilon", "0"], "epsilon must lie in"),
+        (["privatize", "--epsilon", "nan"], "epsilon must be finite"),
+        (["privatize", "--epsilon", "1", "--mechanism", "nope"], "unknown mechanisms 'nope'"),
+        (["privatize", "--epsilon", "1", "--embeddings", "nope"], "unknown embeddings 'nope'"),
+        (["privatize", "missing.txt", "--epsilon", "1"], "cannot read missing.txt"),
+        (["privatize", "--epsilon", "1", "--param", "color=1"], "mechanism 'madlib'"),
+    ],
+)
+def test_usage_errors(capsys, args, expected):
+    code, _, err = run(args, capsys)
+    assert code == 1 and expected in err and err.count("\n") == 1
+
+
+def test_argument_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["privatize"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--epsilon" in err
+
+
+def test_seed_warns_and_is_reported(tmp_path, capsys):
+    source = tmp_path / "a.txt"
+    source.write_text("hockey\n")
+    report = tmp_path / "r.json"
+    code, _, err = run(
+        ["privatize", source, "-e", 5, "--seed", 3, "--report", report, *FAST], capsys
+    )
+    assert code == 0 and "dxp: warning: seeded randomness" in err
+    assert json.loads(report.read_text())["guarantee"]["rng"] == "seeded"
+
+
+def test_progress_bar_goes_to_stderr(tmp_path, capsys):
+    source = tmp_path / "a.txt"
+    source.write_text("hockey\n" * 3)
+    code, out, err = run(["privatize", source, "-e", 300, "--progress", *FAST], capsys)
+    assert code == 0 and "privatizing" in err and "3doc" in err.replace(" ", "")
+    assert "privatizing" not in out
+
+
+def test_report_to_stderr_and_console_script(tmp_path):
+    source = tmp_path / "a.txt"
+    source.write_text("Hockey, music.\n")
+    result = subprocess.run(
+        [
+            Path(sys.executable).with_name("dxp"),
+            "privatize",
+            source,
+            "-e",
+            "300",
+            "--report",
+            "-",
+            *FAST,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout == "hockey, music.\n"
+    assert json.loads(result.stderr)["guarantee"]["tokens_privatized"] == 2
+
+
+def test_mechanisms_list(capsys):
+    code, out, _ = run(["mechanisms", "list"], capsys)
+    assert code == 0 and "madlib" in out

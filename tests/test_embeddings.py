@@ -1,0 +1,137 @@
+"""EmbeddingTable and the built-in loaders (PRIVACY.md 3, 21, 26)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+from gensim.test.utils import datapath
+
+import dxp_plugins as dxp
+from dxp_plugins.embeddings import OOV_ID, EmbeddingTable
+
+
+def small_table(**kwargs):
+    return EmbeddingTable(["alpha", "beta", "gamma"], np.eye(3, 2), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("words", "vectors", "message"),
+    [
+        (["a", "a"], np.eye(2), "unique"),
+        (["a", ""], np.eye(2), "non-empty"),
+        (["a", 3], np.eye(2), "non-empty strings"),
+        (["a", "b", "c"], np.eye(2), "rows"),
+        (["a", "b"], np.array([[0.0, np.nan], [1.0, 1.0]]), "finite"),
+        (["a", "b"], np.zeros(2), "2-D"),
+        ([], np.zeros((0, 3)), "non-empty"),
+    ],
+)
+def test_table_validation(words, vectors, message):
+    with pytest.raises(ValueError, match=message):
+        EmbeddingTable(words, vectors)
+
+
+def test_table_is_immutable_and_copies_input():
+    source = np.eye(3, 2, dtype=np.float32)
+    table = EmbeddingTable(["a", "b", "c"], source)
+    source[0, 0] = 5.0
+    assert table.vectors[0, 0] == 1.0
+    with pytest.raises(ValueError):
+        table.vectors[0, 0] = 2.0
+    assert isinstance(table.words, tuple)
+
+
+def test_fingerprint_identifies_words_and_vectors():
+    base = small_table().fingerprint
+    assert base == small_table().fingerprint
+    assert len(base) == 64
+    renamed = EmbeddingTable(["alpha", "beta", "delta"], np.eye(3, 2)).fingerprint
+    moved = EmbeddingTable(["alpha", "beta", "gamma"], np.eye(3, 2) + 1e-6).fingerprint
+    assert len({base, renamed, moved}) == 3
+
+
+def test_privatizing_never_changes_the_fingerprint(glove_5k):
+    before = glove_5k.fingerprint
+    vectors_before = glove_5k.vectors.copy()
+    dxp.Madlib(glove_5k, epsilon=5).privatize(["hockey", "unseenwordxyz"] * 50)
+    assert glove_5k.fingerprint == before
+    assert EmbeddingTable(glove_5k.words, glove_5k.vectors).fingerprint == before
+    np.testing.assert_array_equal(glove_5k.vectors, vectors_before)
+
+
+def test_lookup_normalises_case_and_unicode():
+    table = EmbeddingTable(["fish", "first", "café"], np.eye(3))
+    ids = table.lookup(["FISH", "ﬁrst", "Cafe\u0301", "CAFÉ", "missing"])
+    assert ids.tolist() == [0, 1, 2, 2, OOV_ID]
+    assert "Fish" in table and "nope" not in table
+
+
+def test_lookup_prefers_most_frequent_of_colliding_keys():
+    table = EmbeddingTable(["Apple", "apple"], np.eye(2), frequency_rank=[1, 0])
+    assert table.lookup(["APPLE"]).tolist() == [1]
+
+
+def test_frequency_rank_validation_and_most_frequent():
+    with pytest.raises(ValueError, match="permutation"):
+        small_table(frequency_rank=[0, 0, 1])
+    table = small_table(frequency_rank=[2, 0, 1])
+    top = table.most_frequent(2)
+    assert top.words == ("beta", "gamma") and top.frequency_rank.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="no frequency rank"):
+        small_table().most_frequent(1)
+
+
+def test_pickle_round_trip_drops_derived_caches(glove_5k):
+    dxp.Madlib(glove_5k, epsilon=5).privatize(["hockey"])  # builds an index in the cache
+    clone = pickle.loads(pickle.dumps(glove_5k))
+    assert clone.fingerprint == glove_5k.fingerprint and clone.cache == {}
+    assert not clone.vectors.flags.writeable
+
+
+def test_glove_loader_keeps_the_most_frequent_words():
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=1000)
+    assert len(table) == 1000 and table.dim == 50
+    assert table.words[:4] == ("the", ",", ".", "of")
+    assert table.frequency_rank.tolist() == list(range(1000))
+    assert table.vectors.flags.c_contiguous and table.vectors.dtype == np.float32
+
+
+def test_glove_full_table(request):
+    table = dxp.load_embeddings("glove-6b-50d")
+    assert len(table) == 400_000 and table.lookup(["Encryption"])[0] >= 0
+
+
+def test_keyed_vectors_loader_from_file_and_object():
+    path = datapath("test_glove.txt")
+    from_file = dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True)
+    kv = KeyedVectors(vector_size=from_file.dim)
+    kv.add_vectors(list(from_file.words), from_file.vectors)
+    from_object = dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=kv)
+    assert from_file.words == tuple(kv.index_to_key)
+    assert from_file.fingerprint == from_object.fingerprint
+    assert from_file.frequency_rank is not None and from_object.frequency_rank is None
+    assert (
+        len(dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True, vocab_size=5)) == 5
+    )
+    with pytest.raises(ValueError, match="exactly one"):
+        dxp.load_embeddings("keyed-vectors.v1")
+    with pytest.raises(ValueError, match="not found"):
+        dxp.load_embeddings("keyed-vectors.v1", path="/nonexistent/vectors.txt")
+
+
+def test_spacy_vectors_loader_keeps_shared_rows(glove_5k):
+    from spacy.strings import StringStore
+    from spacy.vectors import Vectors
+
+    words = ["dog", "cat", "car"]
+    vectors = Vectors(strings=StringStore(words), shape=(2, 50))
+    vectors.add("dog", vector=glove_5k.vectors[glove_5k.lookup(["dog"])[0]])
+    vectors.add("car", vector=glove_5k.vectors[glove_5k.lookup(["car"])[0]])
+    vectors.add("cat", row=0)  # shares dog's row, as in some spaCy pipelines
+    table = dxp.load_embeddings("spacy-vectors.v1", vectors=vectors)
+    assert sorted(table.words) == sorted(words)
+    dog, cat = table.lookup(["dog", "cat"])
+    np.testing.assert_array_equal(table.vectors[dog], table.vectors[cat])

@@ -1,0 +1,83 @@
+"""Guarantee records and the accountant (PRIVACY.md 12-13)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins.guarantee import Accountant, Guarantee
+
+
+def test_record_names_everything_a_release_guarantees(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=4.0)
+    mech.privatize(["hockey", "qzxqzxunseen", "team"])
+    record = mech.last_guarantee
+    assert record == Guarantee(
+        mechanism="madlib",
+        epsilon=4.0,
+        metric="euclidean",
+        embeddings=glove_5k.fingerprint,
+        vocab_size=5000,
+        tokens_privatized=3,
+        tokens_passed_through=0,
+        oov_tokens=1,
+        oov_policy="unk",
+        rng="secure",
+        library_version=dxp.__version__,
+    )
+    assert record.spend == 12.0
+    assert json.loads(json.dumps(record.to_dict()))["spend"] == 12.0
+    assert "4*d-private" in record.statement
+
+
+def test_merge_adds_counts_and_refuses_different_settings(glove_5k):
+    a = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1, 0)
+    b = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(2, 0, 1)
+    merged = a.merge(b)
+    assert (merged.tokens_privatized, merged.tokens_passed_through, merged.oov_tokens) == (5, 1, 1)
+    assert merged.releases == 2 and merged.spend == 10.0
+    with pytest.raises(ValueError, match="epsilon"):
+        a.merge(dxp.Madlib(glove_5k, epsilon=3.0).guarantee(1))
+    assert Guarantee.combine([]) is None
+
+
+def test_accountant_sums_across_mechanisms_and_releases(glove_5k):
+    accountant = Accountant()
+    madlib_a = dxp.Madlib(glove_5k, epsilon=1.5, accountant=accountant)
+    madlib_b = dxp.Madlib(glove_5k, epsilon=0.5, accountant=accountant)
+    madlib_a.privatize(["a", "b"])
+    madlib_b.privatize_ids(np.arange(4))
+    madlib_a.privatize_batch([["c"], ["d", "e"]])
+    assert accountant.spent == pytest.approx(1.5 * 2 + 0.5 * 4 + 1.5 * 3)
+    assert accountant.tokens_privatized == 9 and accountant.releases == 3
+
+
+def test_cap_refuses_before_any_noise_is_drawn(glove_5k):
+    ids = np.arange(50)
+    capped = dxp.Madlib(glove_5k, epsilon=1.0, random_state=3, accountant=Accountant(cap=60))
+    with pytest.raises(dxp.BudgetExceededError, match="exceed"):
+        capped.privatize_ids(np.arange(61))
+    assert capped.accountant.spent == 0
+    fresh = dxp.Madlib(glove_5k, epsilon=1.0, random_state=3)
+    # Same stream position as a fresh generator: the refused release drew nothing.
+    np.testing.assert_array_equal(capped.privatize_ids(ids), fresh.privatize_ids(ids))
+    with pytest.raises(dxp.BudgetExceededError):
+        capped.privatize_ids(np.arange(11))
+    assert capped.accountant.remaining == 10
+
+
+@pytest.mark.parametrize("cap", [-1.0, float("nan"), float("inf"), True])
+def test_cap_validation(cap):
+    with pytest.raises(ValueError):
+        Accountant(cap=cap)
+
+
+def test_accountant_pickles():
+    accountant = Accountant(cap=5)
+    accountant.charge(2.0, 2)
+    clone = pickle.loads(pickle.dumps(accountant))
+    assert clone.spent == 2.0 and clone.remaining == 3.0

@@ -1,0 +1,131 @@
+"""Madlib's public API: tokens, ids, OOV policies, batching (PRIVACY.md 11, 18, 20, 22)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins.embeddings import OOV_ID
+
+
+@pytest.fixture
+def mech(glove_5k):
+    return dxp.Madlib(glove_5k, epsilon=8.0)
+
+
+def test_privatize_returns_vocabulary_words(mech, glove_5k):
+    tokens = ["The", "hockey", "team", "won", "hockey"]
+    out = mech.privatize(tokens)
+    assert len(out) == len(tokens) and set(out) <= set(glove_5k.words)
+
+
+def test_large_epsilon_keeps_words_small_epsilon_moves_them(glove_5k):
+    words = ["hockey", "encryption", "music", "river"] * 50
+    strong = dxp.Madlib(glove_5k, epsilon=200.0).privatize(words)
+    weak = dxp.Madlib(glove_5k, epsilon=0.5).privatize(words)
+    kept = {w for w in words if w in glove_5k}
+    assert np.mean([o == w for o, w in zip(strong, words, strict=True) if w in kept]) > 0.95
+    assert np.mean([o == w for o, w in zip(weak, words, strict=True)]) < 0.1
+
+
+def test_fresh_noise_for_every_occurrence(mech):
+    out = mech.privatize(["hockey"] * 400)
+    assert len(set(out)) > 5  # one reused noise vector would give a single word
+
+
+def test_fresh_noise_for_every_call(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    ids = np.arange(100)
+    assert not np.array_equal(mech.privatize_ids(ids), mech.privatize_ids(ids))
+
+
+def test_privatize_ids_accepts_unk_and_validates(mech):
+    out = mech.privatize_ids(np.array([0, 5, OOV_ID]))
+    assert out.dtype == np.int64 and out.shape == (3,)
+    assert mech.last_guarantee.oov_tokens == 1
+    for bad in ([5000], [-2], [[1, 2]], [0.5], ["a"]):
+        with pytest.raises(ValueError):
+            mech.privatize_ids(np.array(bad))
+    assert mech.privatize_ids([]).shape == (0,)
+
+
+def test_oov_default_privatizes_the_public_unk_point(mech):
+    canary = "zq7canaryxx"
+    out = mech.privatize([canary, "hockey"] * 20)
+    assert canary not in out
+    assert mech.last_guarantee.oov_tokens == 20 and mech.last_guarantee.tokens_privatized == 40
+
+
+def test_oov_raise_names_position_not_token(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=8.0, oov="raise")
+    with pytest.raises(dxp.OOVError) as error:
+        mech.privatize_batch([["hockey"], ["team", "zq7secretxx"]])
+    message = str(error.value)
+    assert "zq7secretxx" not in message and "document 1" in message and "token 1" in message
+    assert mech.accountant.spent == 0
+
+
+def test_oov_passthrough_is_a_warned_counted_opt_in(glove_5k):
+    with pytest.warns(dxp.PrivacyWarning, match="passthrough"):
+        mech = dxp.Madlib(glove_5k, epsilon=8.0, oov="passthrough")
+    out = mech.privatize(["zq7canaryxx", "hockey"])
+    assert out[0] == "zq7canaryxx"
+    record = mech.last_guarantee
+    assert (record.tokens_privatized, record.tokens_passed_through, record.oov_tokens) == (1, 1, 1)
+    assert record.oov_policy == "passthrough"
+
+
+def test_unknown_oov_policy_rejected(glove_5k):
+    with pytest.raises(ValueError, match="oov"):
+        dxp.Madlib(glove_5k, epsilon=1.0, oov="drop")
+
+
+def test_batch_gives_one_guarantee_per_document(mech):
+    outputs, guarantees = mech.privatize_batch([["hockey", "team"], [], ["zq7canaryxx"]])
+    assert [len(doc) for doc in outputs] == [2, 0, 1]
+    assert [g.tokens_privatized for g in guarantees] == [2, 0, 1]
+    assert [g.oov_tokens for g in guarantees] == [0, 0, 1]
+    assert mech.last_guarantee.tokens_privatized == 3 and mech.last_guarantee.releases == 3
+
+
+def test_empty_input_spends_nothing(mech):
+    assert mech.privatize([]) == []
+    assert mech.accountant.spent == 0 and mech.last_guarantee.tokens_privatized == 0
+
+
+@pytest.mark.parametrize("bad", ["hockey team", [["nested"]], [1, 2], None])
+def test_token_input_must_be_a_sequence_of_str(mech, bad):
+    with pytest.raises(TypeError):
+        mech.privatize(bad)
+
+
+@pytest.mark.parametrize("epsilon", [0, -1, float("nan"), float("inf"), True, "1", None])
+def test_epsilon_is_validated(glove_5k, epsilon):
+    with pytest.raises((TypeError, ValueError)):
+        dxp.Madlib(glove_5k, epsilon=epsilon)
+
+
+def test_make_mechanism_by_registry_name(glove_5k):
+    mech = dxp.make_mechanism("madlib", glove_5k, epsilon=2.0, index="hnsw", index_params={"m": 16})
+    assert isinstance(mech, dxp.Madlib) and mech.neighbor_index.params["m"] == 16
+    assert len(mech.privatize(["hockey"] * 10)) == 10
+    with pytest.raises(ValueError, match="does not take"):
+        dxp.make_mechanism("madlib", glove_5k, epsilon=2.0, index_params={"m": 16})
+
+
+def test_chunking_keeps_order_and_bounds_memory(glove_5k, monkeypatch):
+    monkeypatch.setattr(dxp.Madlib, "chunk_size", 7)
+    mech = dxp.Madlib(glove_5k, epsilon=500.0)
+    ids = np.arange(100)
+    np.testing.assert_array_equal(mech.privatize_ids(ids), ids)
+
+
+def test_repr_shows_settings_not_secrets(mech):
+    text = repr(mech)
+    assert "epsilon=8.0" in text and "rng='secure'" in text and "ChaCha" not in text
+
+
+def test_distribution_is_not_available_without_closed_form(mech):
+    with pytest.raises(NotImplementedError):
+        mech.distribution("hockey")

@@ -1,0 +1,97 @@
+"""Nearest-neighbour decoding (PRIVACY.md 2-4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dxp_plugins.audit import g_test
+from dxp_plugins.embeddings import EmbeddingTable
+from dxp_plugins.neighbors import (
+    HNSWIndex,
+    NeighborIndex,
+    TieGroups,
+    exact_search,
+    get_index,
+    recall_at_1,
+)
+
+
+def noisy_queries(table, count, scale, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, len(table), count)
+    return table.vectors[rows] + rng.normal(0, scale, (count, table.dim)).astype(np.float32)
+
+
+def test_exact_index_matches_float64_brute_force(glove_5k):
+    queries = noisy_queries(glove_5k, 500, 0.3)
+    index = get_index(glove_5k, "exact")
+    found = index.search(queries, np.random.default_rng())
+    truth = exact_search(glove_5k.vectors, queries)
+    # float32 faiss vs float64 brute force may disagree only on near-ties.
+    assert np.mean(found == truth) > 0.995
+
+
+def test_index_is_cached_per_table_and_settings(glove_5k):
+    assert get_index(glove_5k, "exact") is get_index(glove_5k, "exact")
+    hnsw = get_index(glove_5k, "hnsw", m=16, ef_search=32)
+    assert isinstance(hnsw, HNSWIndex) and hnsw.params["m"] == 16
+    assert hnsw is not get_index(glove_5k, "hnsw", m=16, ef_search=64)
+
+
+def test_hnsw_recall_is_measured_against_exact(glove_5k):
+    queries = noisy_queries(glove_5k, 1000, 0.3)
+    recall = recall_at_1(get_index(glove_5k, "hnsw"), get_index(glove_5k, "exact"), queries)
+    assert 0.9 < recall <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "message"),
+    [
+        ("annoy", {}, "index must be one of"),
+        ("exact", {"m": 8}, "does not take"),
+        ("hnsw", {"ef": 8}, "does not take"),
+    ],
+)
+def test_index_settings_are_validated(glove_5k, method, params, message):
+    with pytest.raises(ValueError, match=message):
+        get_index(glove_5k, method, **params)
+
+
+def test_search_is_a_function_of_the_query_only(glove_5k):
+    """Same noisy vector, same output: the decoder has no access to the input word."""
+    queries = noisy_queries(glove_5k, 300, 0.5)
+    index = get_index(glove_5k, "exact")
+    first = index.search(queries, np.random.default_rng(1))
+    second = index.search(queries.copy(), np.random.default_rng(2))
+    np.testing.assert_array_equal(first, second)
+
+
+def test_identical_rows_tie_uniformly():
+    vectors = np.array([[0.0, 0.0], [1.0, 1.0], [1.0, 1.0], [-0.0, 5.0], [1.0, 1.0], [0.0, 5.0]])
+    table = EmbeddingTable(list("abcdef"), vectors)
+    ties = TieGroups.find(table.vectors)
+    assert ties is not None
+    assert ties.group_of_row[[1, 2, 4]].tolist() == [ties.group_of_row[1]] * 3
+    assert ties.group_of_row[3] == ties.group_of_row[5] != ties.group_of_row[1]
+    assert ties.group_of_row[0] == -1
+    index = NeighborIndex(table)
+    draws = 30_000
+    ids = index.search(np.tile([[1.1, 0.9]], (draws, 1)), np.random.default_rng())
+    counts = np.bincount(ids, minlength=6)
+    assert counts[[0, 3, 5]].sum() == 0
+    assert g_test(counts[[1, 2, 4]], np.ones(3) / 3) > 1e-6  # uniform over the twins
+    assert TieGroups.find(np.eye(3, dtype=np.float32)) is None
+
+
+def test_unanswered_queries_are_searched_exactly_never_passed_through(glove_5k, monkeypatch):
+    index = get_index(glove_5k, "exact")
+    queries = noisy_queries(glove_5k, 50, 0.2)
+    monkeypatch.setattr(index, "search_raw", lambda q: np.full(len(q), -1, dtype=np.int64))
+    ids = index.search(queries, np.random.default_rng())
+    np.testing.assert_array_equal(ids, exact_search(glove_5k.vectors, queries))
+
+
+def test_query_shape_is_checked(glove_5k):
+    with pytest.raises(ValueError, match="shape"):
+        get_index(glove_5k).search(np.zeros((2, 3)), np.random.default_rng())

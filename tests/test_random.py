@@ -1,0 +1,103 @@
+"""Randomness policy (PRIVACY.md 16-19)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins._random import RandomSource
+
+
+def test_default_source_is_chacha_keyed_by_the_os():
+    from randomgen import ChaCha
+
+    source = RandomSource()
+    assert source.mode == "secure" and source.seed is None
+    assert isinstance(source.generator().bit_generator, ChaCha)
+    other = RandomSource()
+    assert not np.array_equal(source.generator().random(8), other.generator().random(8))
+
+
+def test_numpy_global_state_is_not_used(glove_5k):
+    outputs = []
+    for _ in range(2):
+        np.random.seed(0)  # noqa: NPY002 -- the legacy global state must have no effect
+        outputs.append(dxp.Madlib(glove_5k, epsilon=2).privatize_ids(np.arange(200)))
+    assert not np.array_equal(*outputs)
+
+
+def test_seeding_is_an_explicit_warned_opt_in(glove_5k):
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        first = dxp.Madlib(glove_5k, epsilon=2, random_state=7)
+    second = dxp.Madlib(glove_5k, epsilon=2, random_state=7)
+    ids = np.arange(300)
+    np.testing.assert_array_equal(first.privatize_ids(ids), second.privatize_ids(ids))
+    assert first.last_guarantee.rng == "seeded"
+    assert dxp.Madlib(glove_5k, epsilon=2).guarantee(1).rng == "secure"
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "7", True, np.random.default_rng(0)])
+def test_bad_seeds_are_rejected(seed):
+    with pytest.raises((TypeError, ValueError)):
+        RandomSource(seed)
+
+
+def test_state_never_leaves_the_object():
+    source = RandomSource()
+    source.generator().random(5)
+    key = source.generator().bit_generator.state["state"]["keysetup"]
+    assert repr(source) == "RandomSource(secure)"
+    blob = pickle.dumps(source)
+    assert source.__getstate__() == {"seed": None, "origin_pid": os.getpid()}
+    assert key.tobytes() not in blob
+    restored = pickle.loads(blob)
+    assert not np.array_equal(restored.generator().random(8), source.generator().random(8))
+
+
+def test_mechanism_pickle_carries_no_generator(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=3)
+    mech.privatize(["hockey"])
+    clone = pickle.loads(pickle.dumps(mech))
+    assert clone._random._generator is None
+    assert clone.privatize(["hockey"])  # re-keys on first use
+
+
+def _child_draws(source: RandomSource) -> np.ndarray:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read)
+        os.write(write, source.generator().random(4).tobytes())
+        os._exit(0)
+    os.close(write)
+    data = b""
+    while len(data) < 32:
+        data += os.read(read, 32 - len(data))
+    os.close(read)
+    os.waitpid(pid, 0)
+    return np.frombuffer(data, dtype=np.float64)
+
+
+@pytest.mark.parametrize("seed", [None, 11])
+def test_forked_children_never_replay_the_parent_stream(seed):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        source = RandomSource(seed)
+    source.generator()  # parent generator exists before the fork
+    child_one = _child_draws(source)
+    child_two = _child_draws(source)
+    parent = source.generator().random(4)
+    assert not np.array_equal(child_one, parent)
+    assert not np.array_equal(child_one, child_two)
+
+
+def test_seeded_source_replays_only_in_its_own_process():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = RandomSource(5), RandomSource(5)
+    np.testing.assert_array_equal(a.generator().random(4), b.generator().random(4))

@@ -1,0 +1,89 @@
+"""Registries fed by entry points (CONVENTIONS.md "catalogue registries")."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import catalogue
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins import registry
+from dxp_plugins.cli import main
+
+
+def test_builtin_names_come_from_installed_metadata():
+    advertised = {
+        entry.name
+        for entry in importlib.metadata.entry_points(group="dxp_plugins_embeddings")
+        if entry.value.startswith("dxp_plugins.")
+    }
+    assert {"glove-6b-50d", "keyed-vectors.v1", "spacy-vectors.v1"} <= advertised
+    for name in advertised:
+        assert callable(registry.embeddings.get(name))
+    assert registry.mechanisms.get("madlib") is dxp.Madlib
+    assert "madlib" in registry.names(registry.mechanisms)
+
+
+@pytest.fixture
+def third_party_entry_points(monkeypatch):
+    """Install two extra entry points as a third-party package would declare them."""
+    extra = [
+        importlib.metadata.EntryPoint(
+            name="tiny-plane.v1",
+            value="tests.third_party_plugin:load_tiny_plane",
+            group="dxp_plugins_embeddings",
+        ),
+        importlib.metadata.EntryPoint(
+            name="broken.v1",
+            value="tests.no_such_module:load",
+            group="dxp_plugins_embeddings",
+        ),
+    ]
+    installed = catalogue.AVAILABLE_ENTRY_POINTS
+    existing = [entry for group in installed.groups for entry in installed.select(group=group)]
+    entry_points = importlib.metadata.EntryPoints([*existing, *extra])
+    monkeypatch.setattr(catalogue, "AVAILABLE_ENTRY_POINTS", entry_points)
+
+
+def test_registry_finds_third_party_loader(third_party_entry_points):
+    table = dxp.load_embeddings("tiny-plane.v1", scale=2.0)
+    assert table.words == ("north", "south", "east", "west") and table.vectors[3, 0] == 2.0
+    mech = dxp.make_mechanism("madlib", table, epsilon=1.0)
+    assert set(mech.privatize(["north"] * 20)) <= set(table.words)
+
+
+def test_listing_warns_about_a_broken_plugin_and_keeps_the_rest(third_party_entry_points):
+    with pytest.warns(RuntimeWarning, match="broken.v1"):
+        listed = registry.describe(registry.embeddings)
+    assert "tiny-plane.v1" in listed and "glove-6b-50d" in listed and "broken.v1" not in listed
+
+
+def test_cli_lists_third_party_loader(third_party_entry_points, capsys):
+    assert main(["embeddings", "list"]) == 0
+    captured = capsys.readouterr()
+    assert "tiny-plane.v1" in captured.out and "Four words on a square" in captured.out
+    assert "dxp: warning: embeddings entry 'broken.v1' failed to load" in captured.err
+
+
+def test_unknown_names_list_what_is_available():
+    with pytest.raises(ValueError, match=r"available: .*glove-6b-50d"):
+        dxp.load_embeddings("no-such-vectors")
+    with pytest.raises(ValueError, match=r"unknown mechanisms 'nope'.*madlib"):
+        dxp.make_mechanism("nope", "glove-6b-50d", epsilon=1.0)
+
+
+def test_importing_the_package_is_cheap():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dxp_plugins, dxp_plugins.registry;"
+        "heavy = ('faiss', 'gensim', 'spacy', 'sklearn', 'pyarrow');"
+        "heavy = [m for m in heavy if m in sys.modules];"
+        "print(heavy)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

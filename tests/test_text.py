@@ -1,0 +1,90 @@
+"""The shared text path (PRIVACY.md 14, 21, 22, 25)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins.text import (
+    PUNCTUATION,
+    privatize_text,
+    privatize_texts,
+    should_privatize,
+    tokenize,
+)
+
+
+@pytest.fixture
+def mech(glove_5k):
+    return dxp.Madlib(glove_5k, epsilon=300.0)  # nearly the identity: checks layout
+
+
+def test_layout_and_punctuation_survive(mech):
+    text = "  Hello,  world!\n\nThe 3 teams -- they won?\t"
+    result = privatize_text(text, mech)
+    assert re.sub(r"\w+", "W", result.text) == re.sub(r"\w+", "W", text)
+    assert result.text.startswith("  ") and "\n\n" in result.text and result.text.endswith("\t")
+
+
+def test_output_is_lowercase_vocabulary_form(mech):
+    assert privatize_text("HOCKEY Team", mech).text == "hockey team"
+
+
+def test_selection_counts(mech):
+    tokenized = tokenize("Hi, you  there!")
+    assert tokenized.words == ["Hi", ",", "you", " ", "there", "!"]
+    assert tokenized.selected == [True, False, True, False, True, False]
+    record = privatize_text("Hi, you  there!", mech).guarantee
+    assert (record.tokens_privatized, record.tokens_passed_through) == (3, 2)
+
+
+def test_only_the_allow_list_passes():
+    assert not should_privatize(",") and not should_privatize("—") and not should_privatize("\n")
+    for token in ["!!", "a.b", "2024", "e-mail", "@home", "x"]:
+        assert should_privatize(token), token
+    assert all(len(mark) <= 3 for mark in PUNCTUATION)
+
+
+def test_canaries_never_appear(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    canaries = ["zq7canaryxx", "4242424242", "alice.smith@example.org", "555-0199"]
+    text = " and ".join(canaries)
+    for _ in range(5):
+        out = privatize_text(text, mech).text
+        for canary in canaries:
+            assert canary not in out
+    assert "4242424242" not in privatize_text("4242424242", mech).text
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t \n"])
+def test_blank_input_returns_empty_and_spends_nothing(mech, blank):
+    result = privatize_text(blank, mech)
+    assert result.text == "" and result.guarantee.tokens_privatized == 0
+    assert mech.accountant.spent == 0
+
+
+def test_bytes_are_decoded_strictly(mech):
+    assert privatize_text(b"hockey", mech).text == "hockey"
+    with pytest.raises(ValueError) as error:
+        privatize_text(b"secret \xff", mech)
+    assert "secret" not in str(error.value)
+    with pytest.raises(TypeError):
+        privatize_text(3, mech)
+
+
+def test_batches_are_lazy_and_keep_order(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    texts = (f"team {i} hockey" for i in range(10))
+    results = list(privatize_texts(texts, mech, batch_size=3))
+    assert [r.text.split()[1] for r in results] == [str(i) for i in range(10)]
+    assert sum(r.guarantee.tokens_privatized for r in results) == 30
+    with pytest.raises(ValueError):
+        list(privatize_texts(["x"], mech, batch_size=0))
+
+
+def test_text_path_fresh_noise_per_occurrence(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=6.0)
+    out = privatize_text(" ".join(["hockey"] * 300), mech).text.split()
+    assert len(out) == 300 and len(set(out)) > 5
