@@ -42,6 +42,7 @@ _SUBMODULES = (
     "lplp",
     "mechanisms",
     "neighbors",
+    "plotting",
     "registry",
     "text",
     "topics",
