@@ -311,12 +311,12 @@ def _progress(progress: bool | None, total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="word", file=sys.stderr, disable=disable, leave=False)
 
 
-def _has_closed_form(mech: Mechanism, first_id: int) -> bool:
+def _first_law(mech: Mechanism, first_id: int) -> np.ndarray | None:
+    """The law of the first word, or None when the mechanism has no closed form."""
     try:
-        mech.distribution(first_id)
+        return mech.distribution(first_id)
     except NotImplementedError:
-        return False
-    return True
+        return None
 
 
 def plausible_deniability(
@@ -375,8 +375,10 @@ def plausible_deniability(
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", minimum=0)
     table = mech.embeddings
     ids, names = _word_ids(table, words)
+    first = None
     if method == "auto":
-        method = "exact" if _has_closed_form(mech, int(ids[0])) else "monte_carlo"
+        first = _first_law(mech, int(ids[0]))
+        method = "exact" if first is not None else "monte_carlo"
     common: dict[str, Any] = {
         "mechanism": mech.name,
         "epsilon": mech.epsilon,
@@ -395,7 +397,10 @@ def plausible_deniability(
         s_w = np.empty(len(ids), dtype=np.int64)
         with _progress(progress, len(ids), desc) as bar:
             for position, row in enumerate(ids.tolist()):
-                law = _checked_law(mech.distribution(row), len(table))
+                if position == 0 and first is not None:
+                    law = _checked_law(first, len(table))
+                else:
+                    law = _checked_law(mech.distribution(row), len(table))
                 n_w[position] = law[row]
                 s_w[position] = support_size(law, eta)
                 bar.update(1)
