@@ -14,7 +14,7 @@ with epsilon in opposite directions: N_w grows and S_w shrinks as epsilon grows.
 * :func:`plausible_deniability` -- N_w and S_w for a sample of words: exact from the
   mechanism's closed-form law (``mech.distribution(word)``: TEM, BRR on small codes) or by
   Monte Carlo (``mech.privatize_ids`` on all words x ``n_samples`` draws in a few batched
-  calls) with Clopper-Pearson intervals for N_w and bootstrap intervals for S_w;
+  calls) with Clopper-Pearson intervals for N_w and bootstrap standard errors for S_w;
 * :func:`choose_epsilon` -- the paper's Section 4.1 procedure: the largest epsilon whose
   worst case over a word sample meets a target such as ``max N_w <= 0.5`` and
   ``min S_w >= 50`` (a grid, then bisection, using the monotonicity in epsilon);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -277,3 +278,101 @@ def test_privacy_utility_figure(tmp_path):
         baseline=0.8,
     )
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+# -- exact laws: TEM and BRR (closed forms) ---------------------------------------------------
+def simplex(k: int, distance: float) -> dxp.EmbeddingTable:
+    """k words at pairwise Euclidean distance ``distance`` (scaled basis vectors of R^k)."""
+    points = np.eye(k) * distance / math.sqrt(2.0)
+    return dxp.EmbeddingTable([f"s{i}" for i in range(k)], points)
+
+
+@pytest.mark.statistical
+def test_exact_and_monte_carlo_agree_on_tem(glove_5k):
+    table = glove_5k.most_frequent(400)
+    words = sample_words(table, 12, random_state=2)
+    mech = dxp.TEM(table, 3.0, random_state=4)
+    exact = plausible_deniability(mech, words)
+    assert exact.method == "exact" and exact.n_samples is None
+    assert np.array_equal(exact.n_w_low, exact.n_w) and 0.05 < exact.n_w.mean() < 0.95
+    sampled = plausible_deniability(
+        mech, words, 5000, method="monte_carlo", confidence=0.999, random_state=0
+    )
+    assert sampled.method == "monte_carlo"
+    assert np.all(sampled.n_w_low <= exact.n_w) and np.all(exact.n_w <= sampled.n_w_high)
+    # The plug-in S_w is biased low (documented): the tail of the law is under-sampled.
+    assert np.all(sampled.s_w <= exact.s_w) and np.all(sampled.s_w >= 0.5 * exact.s_w)
+    assert np.all(sampled.s_w_low <= exact.s_w)
+
+
+@pytest.mark.statistical
+def test_exact_and_monte_carlo_agree_on_brr_with_ties():
+    """8-bit even-weight codes: an odd-weight noisy code ties between 8 words (uniformly)."""
+    from tests.fixtures import even_weight_codes
+
+    codes = even_weight_codes(8)
+    words = [f"c{i}" for i in range(len(codes))]
+    mech = dxp.BRR.from_codes(words, codes, 1.5, random_state=9)
+    p = 1.0 / (1.0 + math.exp(1.5))
+    exact = plausible_deniability(mech, words[:16])
+    assert exact.method == "exact"
+    # Kept when nothing flips, or one bit flips and the 8-way tie picks w back.
+    np.testing.assert_allclose(exact.n_w, (1 - p) ** 8 + p * (1 - p) ** 7, rtol=1e-9)
+    sampled = plausible_deniability(
+        mech, words[:16], 5000, method="monte_carlo", confidence=0.999, n_bootstrap=0
+    )
+    assert np.all(sampled.n_w_low <= exact.n_w) and np.all(exact.n_w <= sampled.n_w_high)
+
+
+def test_brr_without_closed_form_uses_monte_carlo(glove_5k):
+    mech = dxp.BRR(glove_5k, 0.5, n_bits=64, random_state=0)
+    result = plausible_deniability(mech, [0, 1, 2], 100, n_bootstrap=0)
+    assert result.method == "monte_carlo" and result.metric == "hamming"
+
+
+def test_tem_n_w_grows_and_s_w_shrinks_with_epsilon_word_by_word(glove_5k):
+    table = glove_5k.most_frequent(2000)
+    words = sample_words(table, 30, random_state=6)
+    results = [plausible_deniability(dxp.TEM(table, e), words) for e in (0.5, 2.0, 5.0, 12.0)]
+    for low, high in itertools.pairwise(results):
+        assert np.all(high.n_w >= low.n_w - 1e-12)
+        assert np.all(high.s_w <= low.s_w)
+    assert results[0].n_w.max() < 0.01 < 0.5 < results[-1].n_w.min()
+
+
+def test_choose_epsilon_exact_on_tem_meets_the_closed_form():
+    """k equidistant words: N_w = 1 / (1 + (k-1) exp(-epsilon D / 2)) while D <= gamma, so
+    max N_w <= 1/2 holds exactly up to epsilon* = 2 ln(k - 1) / D."""
+    k = 20
+    table = simplex(k, 3.0)
+    rows = table.vectors.astype(np.float64)
+    distance = float(np.linalg.norm(rows[0] - rows[1]))  # 3 up to float32 storage
+    assert np.allclose(
+        np.linalg.norm(rows[:, None] - rows[None], axis=2) + np.eye(k) * distance, distance
+    )
+    expected = 2.0 * math.log(k - 1) / distance
+    choice = choose_epsilon(
+        "tem",
+        table.words,
+        embeddings=table,
+        max_n_w=0.5,
+        min_s_w=None,
+        epsilons=[0.5, 1.0, 2.0, 4.0],
+        refine=25,
+    )
+    assert choice.method == "exact" and choice.monotone
+    assert choice.epsilon is not None and choice.epsilon <= expected
+    assert choice.epsilon == pytest.approx(expected, rel=1e-6)
+    law = dxp.TEM(table, choice.epsilon).distribution(0)
+    assert law[0] <= 0.5 and law[0] == pytest.approx(0.5, abs=1e-6)
+    assert "Monte Carlo" not in choice.caveat
+
+
+def test_cli_calibrate_uses_the_exact_law_for_tem(tmp_path, capsys):
+    out = tmp_path / "tem"
+    args = ["calibrate", "--mechanism", "tem", "--epsilons", "1,4", "--words", "5"]
+    code = main([*args, "--vocab-size", "1000", "--no-figures", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads((out / "summary.json").read_text())
+    assert {row["method"] for row in report["summaries"]} == {"exact"}
+    assert not (out / "nw_sw_curves.png").exists()
