@@ -26,6 +26,7 @@ import time
 import warnings
 from pathlib import Path
 
+import faiss
 from common import markdown_table, save
 from sentiment import Task, run
 
@@ -57,7 +58,14 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=100, help="words for N_w / S_w")
     parser.add_argument("--samples", type=int, default=300, help="draws per word for N_w / S_w")
     parser.add_argument("--figures", type=Path, help="write the privacy-utility PNG here")
+    parser.add_argument(
+        "--faiss-threads",
+        type=int,
+        default=1,
+        help="OpenMP threads for faiss (default 1: on a shared 2-core machine hand-offs cost more)",
+    )
     args = parser.parse_args()
+    faiss.omp_set_num_threads(args.faiss_threads)
     epsilons = [float(e) for e in args.epsilons.split(",")]
     train_docs = args.train_docs if args.train_docs else (None if args.full else 200)
     vocab_size = args.vocab_size or (100_000 if args.full else 20_000)

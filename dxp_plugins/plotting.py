@@ -38,7 +38,7 @@ def _save(figure: Any, path: str | Path | None) -> Any:
     return figure
 
 
-def _epsilon_ticks(axis: Any, epsilons: Sequence[float]) -> None:
+def _epsilon_ticks(axis: Any, epsilons: Sequence[float], label: str = "ε") -> None:
     """Log-scale x axis with plain-number ticks at the evaluated epsilons."""
     from matplotlib.ticker import FixedLocator, NullLocator
 
@@ -46,7 +46,7 @@ def _epsilon_ticks(axis: Any, epsilons: Sequence[float]) -> None:
     axis.xaxis.set_major_locator(FixedLocator(sorted(set(epsilons))))
     axis.xaxis.set_minor_locator(NullLocator())
     axis.set_xticklabels([f"{value:g}" for value in sorted(set(epsilons))])
-    axis.set_xlabel("ε")
+    axis.set_xlabel(label)
 
 
 def _label(result: PlausibleDeniability) -> str:
@@ -131,9 +131,15 @@ def privacy_utility(
     baseline: float | None = None,
     baseline_label: str = "no privacy",
     ylabel: str = "accuracy",
+    xlabel: str = "ε",
+    log_x: bool = True,
     title: str | None = None,
 ) -> Any:
-    """Utility against epsilon: ``curves[label] = [(epsilon, mean, low, high), ...]``."""
+    """Utility against epsilon: ``curves[label] = [(epsilon, mean, low, high), ...]``.
+
+    The x value can be any privacy measure: e.g. mean N_w with ``xlabel="mean N_w"`` and
+    ``log_x=False`` compares mechanisms at equal plausible deniability.
+    """
     if not curves:
         raise ValueError("give at least one curve")
     figure = _figure(5.0, 3.4)
@@ -147,7 +153,10 @@ def privacy_utility(
         axis.fill_between(rows[:, 0], rows[:, 2], rows[:, 3], color=colour, alpha=0.2)
     if baseline is not None:
         axis.axhline(baseline, color="grey", linestyle=":", label=baseline_label)
-    _epsilon_ticks(axis, every)
+    if log_x:
+        _epsilon_ticks(axis, every, xlabel)
+    else:
+        axis.set_xlabel(xlabel)
     axis.set_ylabel(ylabel)
     axis.grid(True, alpha=0.3)
     axis.legend(fontsize=8)
