@@ -160,11 +160,18 @@ def main() -> None:
         f"[{baseline[1]:.3f}, {baseline[2]:.3f}]; chance 0.5\n"
     )
     storage = reference.storage()
-    print("## Storage (bytes)\n")
+    print(f"## Storage ({vocab_size:,} words)\n")
     print(
         markdown_table(
             ["", "BRR (codes + binary index)", "Madlib (vectors + float index)", "BRR / Madlib"],
-            [["total", storage["brr_total"], storage["madlib_total"], storage["ratio"]]],
+            [
+                [
+                    "MB",
+                    storage["brr_total"] / 1e6,
+                    storage["madlib_total"] / 1e6,
+                    storage["ratio"],
+                ]
+            ],
         )
     )
     print("\n" + NOTES)
