@@ -27,7 +27,7 @@ import numpy as np
 
 from .._validation import check_choice, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
-from .balanced import balanced_kmeans, cluster_sizes
+from .balanced import balanced_kmeans
 
 
 @dataclass
@@ -142,15 +142,21 @@ def glove_disperse_grouping(
     no group gets two words of one cluster and group sizes differ by at most one. When K
     divides M every group holds exactly one word of every cluster.
     """
-    n_features, n_groups = context.n_features, context.n_groups
-    n_clusters = -(-n_features // n_groups)
+    n_clusters = -(-context.n_features // context.n_groups)
     clusters = balanced_kmeans(
         context.word_vectors(), n_clusters, context.rng, solver=solver, max_iter=max_iter
     )
+    return disperse(clusters, context.n_groups, context.rng)
+
+
+def disperse(clusters: np.ndarray, n_groups: int, rng: np.random.Generator) -> np.ndarray:
+    """Deal each cluster's members, in random order, to consecutive groups (mod K)."""
+    n_clusters = int(clusters.max()) + 1
+    if np.bincount(clusters, minlength=n_clusters).max() > n_groups:
+        raise ValueError("a cluster larger than n_groups cannot be dispersed")
     dealt = np.concatenate(
-        [context.rng.permutation(np.flatnonzero(clusters == c)) for c in range(n_clusters)]
+        [rng.permutation(np.flatnonzero(clusters == c)) for c in range(n_clusters)]
     )
-    assert np.array_equal(np.bincount(clusters), cluster_sizes(n_features, n_clusters))
     return round_robin(dealt, n_groups)
 
 
