@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
-from .._random import RandomSource
+from .._random import RandomSource, _secure_generator, _seeded_generator
 from .._validation import check_int
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
@@ -33,6 +33,24 @@ from ..lplp.guarantee import LPLPGuarantee
 from ..lplp.histogram import dp_histogram
 from ..lplp.release import LPLPRelease
 from ..lplp.weights import public_weights
+
+
+def _fit_generator(source: RandomSource, stream: int) -> np.random.Generator:
+    """A stream for one fitting job, independent of ``source``'s noise stream and of the
+    other job's.
+
+    The grouping is published, so its random draws must not be the draws of the noise or of
+    the DP histogram (with one seed, one generator would hand them the same numbers).
+    Seeded: a separate stream of the same seed; secure: a freshly keyed generator.
+    """
+    if source.seed is None:
+        return _secure_generator()
+    return _seeded_generator(source.seed, (stream,))
+
+
+#: Sparse formats taken as they are (others, e.g. DOK, are converted to the first).
+_SPARSE = ("csr", "csc", "coo")
+_GROUPING_STREAM, _HISTOGRAM_STREAM = 0x4C504C50, 0x48495354  # "LPLP", "HIST"
 
 
 class LPLPTransformer(TransformerMixin, BaseEstimator):
@@ -135,7 +153,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> LPLPTransformer:
         """Build the public grouping and decompression weights for X's features."""
-        X = validate_data(self, X, accept_sparse=True, dtype="numeric", reset=True)
+        X = validate_data(self, X, accept_sparse=_SPARSE, dtype="numeric", reset=True)
         counts = check_counts(X)
         n_features = counts.shape[1]
         n_changes = check_int(self.n_changes, "n_changes", minimum=1)
@@ -144,11 +162,13 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         else:
             n_groups = check_int(self.n_groups, "n_groups", minimum=1)
             if n_groups > n_features:
-                raise ValueError(f"n_groups ({n_groups}) exceeds the {n_features} features")
+                raise ValueError(
+                    f"n_groups ({n_groups}) exceeds the features: n_features = {n_features}"
+                )
         if self.grouping_params is not None and not isinstance(self.grouping_params, dict):
             raise TypeError("grouping_params must be a dict or None")
         accountant = self.accountant if self.accountant is not None else Accountant()
-        source = RandomSource(self.random_state)
+        source = RandomSource(self.random_state)  # the noise: used only by release_
         table = self._embeddings()
         histogram: dict[str, np.ndarray] = {}
 
@@ -158,14 +178,17 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             if "counts" not in histogram:
                 accountant.charge(float(self.histogram_epsilon), 0)
                 histogram["counts"] = dp_histogram(
-                    counts, self.histogram_epsilon, n_changes, source.generator()
+                    counts,
+                    self.histogram_epsilon,
+                    n_changes,
+                    _fit_generator(source, _HISTOGRAM_STREAM),
                 )
             return histogram["counts"]
 
         context = GroupingContext(
             n_features=n_features,
             n_groups=n_groups,
-            rng=source.generator(),
+            rng=_fit_generator(source, _GROUPING_STREAM),
             words=self._vocabulary(n_features),
             embeddings=table,
             histogram=release_histogram,
@@ -200,7 +223,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
     def transform(self, X: Any) -> sp.csr_matrix:
         """Private counts of each row of X (CSR int64, same features); fresh noise per call."""
         check_is_fitted(self, "release_")
-        X = validate_data(self, X, accept_sparse=True, dtype="numeric", reset=False)
+        X = validate_data(self, X, accept_sparse=_SPARSE, dtype="numeric", reset=False)
         private, _ = self.release_.release(X)
         return private
 
