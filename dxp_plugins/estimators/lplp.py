@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
-from .._random import RandomSource, _secure_generator, _seeded_generator
+from .._random import RandomSource
 from .._validation import check_int
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
@@ -34,22 +34,10 @@ from ..lplp.histogram import dp_histogram
 from ..lplp.release import LPLPRelease
 from ..lplp.weights import public_weights
 
-
-def _fit_generator(source: RandomSource, stream: int) -> np.random.Generator:
-    """A stream for one fitting job, independent of ``source``'s noise stream and of the
-    other job's.
-
-    The grouping is published, so its random draws must not be the draws of the noise or of
-    the DP histogram (with one seed, one generator would hand them the same numbers).
-    Seeded: a separate stream of the same seed; secure: a freshly keyed generator.
-    """
-    if source.seed is None:
-        return _secure_generator()
-    return _seeded_generator(source.seed, (stream,))
-
-
 #: Sparse formats taken as they are (others, e.g. DOK, are converted to the first).
 _SPARSE = ("csr", "csc", "coo")
+#: Side streams for fitting: the grouping is published, so its draws must never be the
+#: noise draws (or the DP histogram's), which one seeded generator would hand them.
 _GROUPING_STREAM, _HISTOGRAM_STREAM = 0x4C504C50, 0x48495354  # "LPLP", "HIST"
 
 
@@ -181,14 +169,14 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
                     counts,
                     self.histogram_epsilon,
                     n_changes,
-                    _fit_generator(source, _HISTOGRAM_STREAM),
+                    source.independent(_HISTOGRAM_STREAM),
                 )
             return histogram["counts"]
 
         context = GroupingContext(
             n_features=n_features,
             n_groups=n_groups,
-            rng=_fit_generator(source, _GROUPING_STREAM),
+            rng=source.independent(_GROUPING_STREAM),
             words=self._vocabulary(n_features),
             embeddings=table,
             histogram=release_histogram,
