@@ -157,3 +157,8 @@ def test_text_path_takes_a_selection(monkeypatch, glove_5k):
     assert words[0] == "the" and words[2] == "keys," and words[1] != "encryption"
     record = result.guarantee
     assert (record.tokens_privatized, record.tokens_passed_through) == (2, 3)
+
+
+def test_guarantee_dicts_read_back(glove_5k):
+    record = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1, 1)
+    assert dxp.Guarantee.from_dict(record.to_dict()) == record

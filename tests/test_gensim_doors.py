@@ -79,3 +79,10 @@ def test_private_documents_train_a_gensim_model():
     model = Word2Vec(sentences, vector_size=8, min_count=1, epochs=1, workers=1, seed=1)
     assert set(model.wv.index_to_key) <= set(kv.index_to_key)
     assert "bushfire" in corpus[0].lower() and sum(map(len, sentences)) > 5000
+
+
+def test_lee_background_corpus_is_real_capitalised_news():
+    from dxp_plugins.datasets import load_lee_background
+
+    articles = load_lee_background()
+    assert len(articles) == 300 and articles[0].startswith("Hundreds of people")

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
@@ -106,6 +107,11 @@ def test_pickles_hold_no_generator_state(privatizer):
     assert restored.accountant_.spent == privatizer.accountant_.spent  # spend is kept
     assert layout(restored.transform(["hockey team"])[0]) == "W W"
     assert restored.mechanism_.embeddings.fingerprint == privatizer.embeddings_fingerprint_
+
+
+def test_text_output_ignores_set_output(privatizer):
+    with sklearn.config_context(transform_output="pandas"):
+        assert privatizer.fit_transform(["hockey team"])[0].count(" ") == 1
 
 
 def test_tags():

@@ -47,7 +47,7 @@ def through_spacy(texts, *, epsilon, embeddings, seed=None, mode="annotate"):
     outputs = [doc.text if mode == "replace" else doc._.dxp_text for doc in docs]
     if mode == "replace":  # blank docs: the Doc keeps its whitespace; other doors give ""
         outputs = [out if out.strip() else "" for out in outputs]
-    records = [dxp.Guarantee(**_fields(doc._.dxp_guarantee)) for doc in docs]
+    records = [dxp.Guarantee.from_dict(doc._.dxp_guarantee) for doc in docs]
     return outputs, dxp.Guarantee.combine(records).to_dict()
 
 
@@ -77,10 +77,6 @@ def through_cli(texts, *, epsilon, embeddings, seed=None, tmp_path, command=None
         assert done.returncode == 0, done.stderr
     outputs = target.read_text(encoding="utf-8").split("\n")[: len(texts)]
     return outputs, json.loads(report.read_text())["guarantee"]
-
-
-def _fields(record: dict) -> dict:
-    return {key: value for key, value in record.items() if key != "spend"}
 
 
 def dxp_command() -> list[str]:

@@ -38,7 +38,7 @@ from ..text import privatize_texts
 PRIVATIZE_AT = ("always", "fit")
 
 
-class TextPrivatizer(TransformerMixin, BaseEstimator):
+class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):  # type: ignore[call-arg]
     """Replace the words of each text by private words (iterable of str -> list of str).
 
     Parameters
@@ -56,6 +56,8 @@ class TextPrivatizer(TransformerMixin, BaseEstimator):
         ``"always"`` (default) or ``"fit"``: privatize in ``fit_transform`` only.
     batch_size:
         Texts per mechanism call.
+
+    The output is always a list of str (``set_output`` does not apply to text).
 
     Attributes
     ----------
