@@ -28,9 +28,14 @@ setup() {
   local stamp="$VENV/.dxp-installed" want
   want=$(cat pyproject.toml | "$VENV/bin/python" -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "dev.sh: installing dxp_plugins and its dependencies into $VENV ..." >&2
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+    echo "dev.sh: installing dxp_plugins and its dependencies into $VENV (log: $VENV/install.log) ..." >&2
+    if ! { "$VENV/bin/python" -m pip install --disable-pip-version-check --upgrade pip &&
+           "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[dev]"; } \
+         > "$VENV/install.log" 2>&1; then
+      tail -n 30 "$VENV/install.log" >&2
+      echo "dev.sh: installation failed (full log: $VENV/install.log)" >&2
+      return 1
+    fi
     echo "$want" > "$stamp"
   fi
 }

@@ -10,6 +10,7 @@ Errors are one line on stderr, without a traceback and without any input text.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import warnings
@@ -265,23 +266,15 @@ def _privatize(args: argparse.Namespace) -> int:
         )
         for name, stream in _open_inputs(args.files, stack):
             records = _records(name, stream, args)
-            contexts: list[Any] = []
-
-            def texts(
-                records: Iterator[tuple[Any, str]] = records, contexts: list[Any] = contexts
-            ) -> Iterator[str]:
-                for context, text in records:
-                    contexts.append(context)
-                    yield text
-
-            for index, result in enumerate(
-                privatize_texts(texts(), mechanism, batch_size=args.batch_size)
-            ):
-                out.write(_render(contexts[index], result.text, args.field))
-                contexts[index] = None  # bounded memory: drop what is written
-                total = result.guarantee if total is None else total.merge(result.guarantee)
-                documents += 1
-                progress.update(1)
+            # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
+            while batch := list(itertools.islice(records, args.batch_size)):
+                texts = [text for _, text in batch]
+                results = privatize_texts(texts, mechanism, batch_size=args.batch_size)
+                for (context, _), result in zip(batch, results, strict=True):
+                    out.write(_render(context, result.text, args.field))
+                    total = result.guarantee if total is None else total.merge(result.guarantee)
+                progress.update(len(batch))
+                documents += len(batch)
             out.flush()
     if args.report:
         _write_report(args.report, total or mechanism.guarantee(0), documents)

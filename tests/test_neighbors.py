@@ -95,3 +95,26 @@ def test_unanswered_queries_are_searched_exactly_never_passed_through(glove_5k, 
 def test_query_shape_is_checked(glove_5k):
     with pytest.raises(ValueError, match="shape"):
         get_index(glove_5k).search(np.zeros((2, 3)), np.random.default_rng())
+
+
+def test_hnsw_graph_is_stored_and_reused(glove_5k, tmp_path, monkeypatch):
+    import faiss
+
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    first = HNSWIndex(glove_5k, m=8, ef_construction=20)
+    assert len(list((tmp_path / "indexes").glob("hnsw-*-m8-efc20.faiss"))) == 1
+    built = []
+    monkeypatch.setattr(faiss, "IndexHNSWFlat", lambda *args: built.append(args))
+    second = HNSWIndex(glove_5k, m=8, ef_construction=20)
+    narrow = HNSWIndex(glove_5k, m=8, ef_construction=20, ef_search=4)
+    assert built == []  # read back, not rebuilt
+    queries = noisy_queries(glove_5k, 300, 0.3)
+    np.testing.assert_array_equal(second.search_raw(queries), first.search_raw(queries))
+    assert narrow.params["ef_search"] == 4
+    assert not np.array_equal(narrow.search_raw(queries), first.search_raw(queries))
+
+
+def test_hnsw_disk_cache_can_be_disabled(glove_5k, tmp_path, monkeypatch):
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    HNSWIndex(glove_5k, m=8, ef_construction=20, disk_cache=False)
+    assert not (tmp_path / "indexes").exists() or not any((tmp_path / "indexes").iterdir())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -82,6 +83,13 @@ def test_batches_are_lazy_and_keep_order(glove_5k):
     assert sum(r.guarantee.tokens_privatized for r in results) == 30
     with pytest.raises(ValueError):
         list(privatize_texts(["x"], mech, batch_size=0))
+
+
+def test_unbounded_input_streams(glove_5k):
+    """An endless source is consumed one batch at a time (PRIVACY.md 24)."""
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    stream = privatize_texts(itertools.repeat("hockey team"), mech, batch_size=4)
+    assert [r.text for r in itertools.islice(stream, 10)] == ["hockey team"] * 10
 
 
 def test_text_path_fresh_noise_per_occurrence(glove_5k):

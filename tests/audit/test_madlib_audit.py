@@ -94,13 +94,18 @@ def test_sampler_law_rejects_mutant(name, dim):
 
 # -- T3: black-box audit through the public code path -----------------------------------------
 def audit_plane(epsilon: float, draws: int = DRAWS):
+    """Audit the fixture words and the public UNK point (input -1, the last count row)."""
     table = plane_fixture(epsilon)
     mech = dxp.Madlib(table, epsilon=epsilon)
+    inputs = [*range(len(table)), -1]
     counts = output_counts(
-        lambda row, n: mech.privatize_ids(np.full(n, row)), range(len(table)), draws, len(table)
+        lambda row, n: mech.privatize_ids(np.full(n, row)), inputs, draws, len(table)
     )
-    distances = [float(np.linalg.norm(table.vectors[a] - table.vectors[b])) for a, b in PLANE_PAIRS]
-    return epsilon_lower_bound(counts, PLANE_PAIRS, distances, epsilon), counts
+    points = np.vstack([table.vectors, table.unk_vector()[None, :]])
+    unk = len(table)
+    pairs = [*PLANE_PAIRS, (unk, 0), (unk, 1)]
+    distances = [float(np.linalg.norm(points[a] - points[b])) for a, b in pairs]
+    return epsilon_lower_bound(counts, pairs, distances, epsilon), counts
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
@@ -110,6 +115,22 @@ def test_black_box_audit_passes(epsilon):
     # Not vacuous: the bound is nearly tight (>= 0.7 of the claim) and the sinks were hit.
     assert result.epsilon_lower_bound > 0.7 * epsilon, str(result)
     assert counts[:, [2, 4]].min() > 100
+
+
+def test_out_of_vocabulary_words_are_indistinguishable(glove_5k):
+    """Every OOV string is privatized from one public point: equal output laws."""
+    from scipy.stats import chi2_contingency
+
+    mech = dxp.Madlib(glove_5k, epsilon=4.0)
+    samples = [
+        mech.privatize_ids(mech.embeddings.lookup([word] * 20_000)) for word in ("zq1xx", "zq2yy")
+    ]
+    outputs, codes = np.unique(np.concatenate(samples), return_inverse=True)
+    table = np.vstack([np.bincount(c, minlength=len(outputs)) for c in np.split(codes, 2)])
+    frequent = table.sum(axis=0) >= 20
+    pooled = np.c_[table[:, frequent], table[:, ~frequent].sum(axis=1)]
+    assert len(outputs) > 20  # not vacuous: the UNK point's outputs vary
+    assert chi2_contingency(pooled).pvalue > P_FAIL
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,125 @@
+"""Madlib throughput on GloVe 6B 50d against the faiss-only bound (issue 2, item 9).
+
+For each vocabulary size: words/s of ``Madlib.privatize`` (exact and HNSW) and the time
+faiss alone needs to search the same number of noisy queries with ``IndexFlatL2`` -- the
+bound for exact search -- reported as ratios measured in one run; HNSW recall@1 against
+exact search on the same noisy queries. Input: the first ``--words`` privatized tokens of
+the Pang & Lee movie reviews (real text, through the library's text path selection).
+
+    python benchmarks/bench_madlib.py [--words 2000] [--vocab 100000 400000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import faiss
+import numpy as np
+from common import best_time, machine, markdown_table, peak_rss_mb, save
+
+import dxp_plugins as dxp
+from dxp_plugins.datasets import load_pang_lee
+from dxp_plugins.mechanisms.madlib import sample_noise
+from dxp_plugins.neighbors import get_index, recall_at_1
+from dxp_plugins.text import tokenize
+
+
+def review_tokens(count: int) -> list[str]:
+    """The first ``count`` tokens the text path would privatize in the Pang & Lee reviews."""
+    texts, _ = load_pang_lee("reviews")
+    tokens: list[str] = []
+    for text in texts:
+        doc = tokenize(text)
+        tokens += [w for w, keep in zip(doc.words, doc.selected, strict=True) if keep]
+        if len(tokens) >= count:
+            return tokens[:count]
+    raise RuntimeError("corpus too small")
+
+
+def measure(vocab: int, tokens: list[str], epsilon: float, repeats: int) -> dict[str, float]:
+    start = time.perf_counter()
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=vocab)
+    load = time.perf_counter() - start
+    exact = dxp.Madlib(table, epsilon=epsilon)
+    start = time.perf_counter()
+    exact.privatize(tokens[:10])  # builds the exact index
+    exact_setup = time.perf_counter() - start
+    hnsw = dxp.Madlib(table, epsilon=epsilon, index="hnsw")
+    start = time.perf_counter()
+    hnsw.privatize(tokens[:10])
+    hnsw_build = time.perf_counter() - start
+
+    # The faiss-only bound: the same number of noisy queries, searched by a bare IndexFlatL2.
+    ids = table.lookup(tokens)
+    rng = np.random.default_rng()
+    points = table.vectors[np.maximum(ids, 0)].astype(np.float64)
+    points[ids < 0] = table.unk_vector()
+    queries = (points + sample_noise(rng, len(ids), table.dim, epsilon)).astype(np.float32)
+    bare = faiss.IndexFlatL2(table.dim)
+    bare.add(table.vectors)
+
+    n = len(tokens)
+    t_bound = best_time(lambda: bare.search(queries, 1), repeats)
+    t_exact = best_time(lambda: exact.privatize(tokens), repeats)
+    t_hnsw = best_time(lambda: hnsw.privatize(tokens), repeats)
+    recall = recall_at_1(get_index(table, "hnsw"), get_index(table, "exact"), queries)
+    return {
+        "vocab": vocab,
+        "load_s": load,
+        "exact_setup_s": exact_setup,
+        "hnsw_build_s": hnsw_build,
+        "bound_wps": n / t_bound,
+        "exact_wps": n / t_exact,
+        "hnsw_wps": n / t_hnsw,
+        "exact_over_bound": t_bound / t_exact,
+        "hnsw_over_exact": t_exact / t_hnsw,
+        "hnsw_recall_at_1": recall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--words", type=int, default=2000)
+    parser.add_argument("--vocab", type=int, nargs="+", default=[100_000, 400_000])
+    parser.add_argument("--epsilon", type=float, default=10.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    tokens = review_tokens(args.words)
+    rows = [measure(v, tokens, args.epsilon, args.repeats) for v in args.vocab]
+    print(f"Madlib, GloVe 6B 50d, epsilon={args.epsilon:g}, {len(tokens)} review tokens")
+    print(f"machine: {machine()}; faiss threads: {faiss.omp_get_max_threads()}\n")
+    headers = [
+        "vocab",
+        "faiss-only bound (words/s)",
+        "Madlib exact (words/s)",
+        "exact / bound",
+        "Madlib HNSW (words/s)",
+        "HNSW / exact",
+        "HNSW recall@1",
+        "HNSW build (s)",
+        "load (s)",
+    ]
+    table_rows = [
+        [
+            f"{r['vocab']:,}",
+            r["bound_wps"],
+            r["exact_wps"],
+            r["exact_over_bound"],
+            r["hnsw_wps"],
+            r["hnsw_over_exact"],
+            r["hnsw_recall_at_1"],
+            r["hnsw_build_s"],
+            r["load_s"],
+        ]
+        for r in rows
+    ]
+    print(markdown_table(headers, table_rows))
+    print(f"\npeak memory of this run: {peak_rss_mb():.0f} MiB")
+    path = save("madlib", {"epsilon": args.epsilon, "words": len(tokens), "rows": rows})
+    print(f"saved {path}")
+
+
+if __name__ == "__main__":
+    main()
