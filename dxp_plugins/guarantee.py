@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,13 @@ class Guarantee:
         record = dataclasses.asdict(self)
         record["spend"] = self.spend
         return record
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> Guarantee:
+        """The inverse of :meth:`to_dict` (e.g. of ``doc._.dxp_guarantee``); ``spend`` is
+        derived, so it is ignored."""
+        names = {item.name for item in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in record.items() if key in names})
 
     def merge(self, other: Guarantee) -> Guarantee:
         """The guarantee of both releases together (same mechanism settings only)."""

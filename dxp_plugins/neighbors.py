@@ -17,6 +17,7 @@ continuous noise and resolve in faiss's fixed index order.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,14 +81,27 @@ class TieGroups:
         return ids
 
 
+@functools.cache
+def _faiss() -> Any:
+    """faiss, imported on first use; forked child processes search single-threaded.
+
+    GNU OpenMP is not fork-safe: a forked child that enters an OpenMP region its parent had
+    already used waits forever for the parent's worker threads (seen with spaCy's
+    ``nlp.pipe(n_process=2)``). Forked workers are parallel already, so one thread each.
+    """
+    import faiss
+
+    os.register_at_fork(after_in_child=functools.partial(faiss.omp_set_num_threads, 1))
+    return faiss
+
+
 class NeighborIndex:
     """Nearest vocabulary row of each query vector."""
 
     method = "exact"
 
     def __init__(self, table: EmbeddingTable) -> None:
-        import faiss
-
+        faiss = _faiss()
         self.dim = table.dim
         self.size = len(table)
         self._vectors = table.vectors

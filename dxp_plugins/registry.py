@@ -3,7 +3,9 @@
 * ``embeddings`` -- entry-point group ``dxp_plugins_embeddings``: loaders returning an
   :class:`~dxp_plugins.embeddings.table.EmbeddingTable`;
 * ``mechanisms`` -- group ``dxp_plugins_mechanisms``: mechanism classes;
-* ``groupings``  -- group ``dxp_plugins_groupings``: LPLP feature groupings.
+* ``groupings``  -- group ``dxp_plugins_groupings``: LPLP feature groupings;
+* ``token_filters`` -- group ``dxp_plugins_token_filters``: predicates ``(spacy Token) -> bool``
+  choosing which tokens the front doors privatize (config ``token_filter = "name"``).
 
 A third-party package adds an entry with one line in its own metadata, e.g.::
 
@@ -21,6 +23,7 @@ import catalogue
 embeddings = catalogue.create("dxp_plugins", "embeddings", entry_points=True)
 mechanisms = catalogue.create("dxp_plugins", "mechanisms", entry_points=True)
 groupings = catalogue.create("dxp_plugins", "groupings", entry_points=True)
+token_filters = catalogue.create("dxp_plugins", "token_filters", entry_points=True)
 
 
 def names(registry: catalogue.Registry) -> list[str]:

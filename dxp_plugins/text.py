@@ -19,7 +19,7 @@ them and the allow-listed punctuation.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
 
     from .mechanisms.base import Mechanism
+
+#: Narrows the default selection of a spaCy ``Doc``: one flag per token (None = default).
+Selector = Callable[[Any], Sequence[bool] | None]
 
 #: Tokens passed through unchanged: ASCII punctuation and common typographic marks, each
 #: matched exactly (a token is passed only if its whole text is in this set).
@@ -132,21 +135,29 @@ class PrivateText:
 
 
 def privatize_texts(
-    texts: Iterable[str | bytes], mechanism: Mechanism, *, batch_size: int = 256
+    texts: Iterable[str | bytes],
+    mechanism: Mechanism,
+    *,
+    batch_size: int = 256,
+    select: Selector | None = None,
+    nlp: Any = None,
 ) -> Iterator[PrivateText]:
     """Privatize texts lazily, ``batch_size`` documents per mechanism call.
 
     Empty or whitespace-only texts give ``""`` and spend nothing (PRIVACY.md 22).
+    ``select(doc)`` may narrow the default selection (per-token flags, None = default);
+    ``nlp`` replaces the public tokenizer by a spaCy pipeline with the same tokenizer (a
+    tagger, say, for selection by part of speech).
     """
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     batch: list[str] = []
     for position, text in enumerate(texts):
         batch.append(check_text(text, f"text {position}"))
         if len(batch) == batch_size:
-            yield from _privatize_batch(batch, mechanism)
+            yield from _privatize_batch(batch, mechanism, select, nlp)
             batch = []
     if batch:
-        yield from _privatize_batch(batch, mechanism)
+        yield from _privatize_batch(batch, mechanism, select, nlp)
 
 
 def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
@@ -154,11 +165,13 @@ def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
     return next(privatize_texts([text], mechanism))
 
 
-def _privatize_batch(texts: list[str], mechanism: Mechanism) -> Iterator[PrivateText]:
+def _privatize_batch(
+    texts: list[str], mechanism: Mechanism, select: Selector | None = None, nlp: Any = None
+) -> Iterator[PrivateText]:
     blank = [not text.strip() for text in texts]
     docs = [
-        TokenizedText.from_doc(doc)
-        for doc in tokenizer().pipe(
+        TokenizedText.from_doc(doc, None if select is None else select(doc))
+        for doc in (tokenizer() if nlp is None else nlp).pipe(
             text for text, empty in zip(texts, blank, strict=True) if not empty
         )
     ]

@@ -41,7 +41,9 @@ class Mechanism(ABC):
         One of :data:`OOV_POLICIES`.
     random_state:
         None (default) for a cryptographically secure generator; an int to opt in to
-        reproducible, seeded noise (warns; recorded as ``"seeded"``).
+        reproducible, seeded noise (warns; recorded as ``"seeded"``); or a
+        :class:`~dxp_plugins._random.RandomSource` owned by a front door (so a lazily built
+        mechanism keeps the stream of the process that configured it, PRIVACY.md 19).
     accountant:
         Shared :class:`~dxp_plugins.guarantee.Accountant` (default: a private one).
     """
@@ -59,7 +61,7 @@ class Mechanism(ABC):
         epsilon: float,
         *,
         oov: str = "unk",
-        random_state: int | None = None,
+        random_state: int | RandomSource | None = None,
         accountant: Accountant | None = None,
     ) -> None:
         if isinstance(embeddings, str):
@@ -77,7 +79,9 @@ class Mechanism(ABC):
                 PrivacyWarning,
                 stacklevel=3,
             )
-        self._random = RandomSource(random_state)
+        self._random = (
+            random_state if isinstance(random_state, RandomSource) else RandomSource(random_state)
+        )
         if accountant is not None and not isinstance(accountant, Accountant):
             raise TypeError("accountant must be an Accountant")
         self.accountant = accountant if accountant is not None else Accountant()

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._random import RandomSource
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
 from ..neighbors import NeighborIndex, check_index_params, get_index
@@ -48,7 +49,7 @@ class Madlib(Mechanism):
         index: str = "exact",
         index_params: dict[str, Any] | None = None,
         oov: str = "unk",
-        random_state: int | None = None,
+        random_state: int | RandomSource | None = None,
         accountant: Accountant | None = None,
     ) -> None:
         super().__init__(

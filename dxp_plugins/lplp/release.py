@@ -1,0 +1,149 @@
+"""The LPLP release: compress, add two-sided geometric noise, clamp, decompress.
+
+Schofield, Yauney & Mimno, "Combatting the Challenges of Local Privacy for Distributional
+Semantics with Compression": each document's count vector ``y`` (M features) is compressed
+to ``C y`` (K group sums), each entry gets independent two-sided geometric noise calibrated
+by :mod:`.calibration` (sound default: ``alpha = exp(-epsilon/N)``, which makes the whole
+release (N, epsilon)-LPLP for any partition, K = M included), negative noisy counts are
+clamped to zero and each group count is spread back over the group's words by multinomial
+resampling with public weights (:mod:`.compression`). Clamping and decompression are
+post-processing of the noisy counts, so they keep the guarantee.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._random import RandomSource
+from .._validation import check_choice, check_epsilon, check_int
+from ..guarantee import Accountant
+from . import calibration, noise
+from .calibration import CALIBRATIONS, NoiseCalibration
+from .compression import DecompressionPlan, check_counts, decompress, indicator
+from .groupings import check_partition
+from .guarantee import LPLPGuarantee
+
+#: Output entries per internal chunk (bounds memory on huge corpora, PRIVACY.md 24).
+CHUNK_ENTRIES = 1 << 21
+
+
+class LPLPRelease:
+    """(N, epsilon)-LPLP release of bag-of-words count vectors with horizontal compression.
+
+    Parameters
+    ----------
+    groups:
+        The group (0..K-1) of each of the M features: a public partition (see
+        :mod:`.groupings`). ``numpy.arange(M)`` is the uncompressed release.
+    epsilon, n_changes:
+        The target (N, epsilon)-LPLP guarantee of each document's release.
+    weights:
+        Public (or DP) non-negative decompression weight of each feature (default uniform).
+    calibration:
+        ``"sound"`` (default) or ``"paper"`` (the paper's per-entry ``epsilon' = M
+        epsilon / K``, reported with its TRUE epsilon ``M epsilon / K``).
+    grouping, weights_source, histogram_epsilon, embeddings:
+        Public descriptions recorded in the guarantee.
+    random_state:
+        None (secure), an int seed (warns), or a :class:`RandomSource` to share.
+    accountant:
+        Charged the true per-document epsilon before any noise is drawn.
+    """
+
+    def __init__(
+        self,
+        groups: Any,
+        *,
+        epsilon: float,
+        n_changes: int = 1,
+        weights: Any = None,
+        calibration: str = "sound",
+        grouping: str = "none",
+        weights_source: str = "uniform",
+        histogram_epsilon: float | None = None,
+        embeddings: str = "",
+        random_state: int | RandomSource | None = None,
+        accountant: Accountant | None = None,
+    ) -> None:
+        labels = np.asarray(groups)
+        n_features = len(labels) if labels.ndim == 1 else -1
+        n_groups = int(labels.max()) + 1 if labels.ndim == 1 and labels.size else 0
+        self.groups = check_partition(labels, n_features, max(n_groups, 1))
+        self.n_features, self.n_groups = len(self.groups), max(n_groups, 1)
+        self.epsilon = check_epsilon(epsilon)
+        self.n_changes = check_int(n_changes, "n_changes", minimum=1)
+        self.calibration = check_choice(calibration, "calibration", CALIBRATIONS)
+        if weights is None:
+            weights = np.ones(self.n_features)
+        self.plan = DecompressionPlan.build(self.groups, self.n_groups, weights)
+        self.grouping = grouping
+        self.weights_source = weights_source
+        self.histogram_epsilon = (
+            None
+            if histogram_epsilon is None
+            else check_epsilon(histogram_epsilon, "histogram_epsilon")
+        )
+        self.embeddings = embeddings
+        self._random = (
+            random_state if isinstance(random_state, RandomSource) else RandomSource(random_state)
+        )
+        self.accountant = accountant if accountant is not None else Accountant()
+        self._indicator = indicator(self.groups, self.n_groups)
+        #: The record of the latest :meth:`release` (None before the first).
+        self.last_guarantee: LPLPGuarantee | None = None
+
+    def noise_calibration(self) -> NoiseCalibration:
+        """Per-entry noise rate and the true guarantee (looked up at every release)."""
+        return calibration.calibrate(
+            self.epsilon, self.n_changes, self.n_features, self.n_groups, self.calibration
+        )
+
+    def guarantee(self, documents: int) -> LPLPGuarantee:
+        """The record of releasing ``documents`` count vectors with these settings."""
+        calibrated = self.noise_calibration()
+        return LPLPGuarantee(
+            epsilon=calibrated.epsilon,
+            claimed_epsilon=calibrated.claimed_epsilon,
+            n_changes=self.n_changes,
+            n_features=self.n_features,
+            n_groups=self.n_groups,
+            grouping=self.grouping,
+            weights=self.weights_source,
+            histogram_epsilon=self.histogram_epsilon,
+            calibration=self.calibration,
+            documents=documents,
+            embeddings=self.embeddings,
+            rng=self._random.mode,
+        )
+
+    def release(self, counts: Any) -> tuple[sp.csr_matrix, LPLPGuarantee]:
+        """Private counts (CSR int64, same features) of each row of ``counts``, and the record."""
+        matrix = check_counts(counts, self.n_features)
+        documents = matrix.shape[0]
+        calibrated = self.noise_calibration()
+        record = self.guarantee(documents)
+        self.last_guarantee = record
+        if documents == 0:
+            return sp.csr_matrix((0, self.n_features), dtype=np.int64), record
+        self.accountant.charge(calibrated.epsilon, documents)
+        rng = self._random.generator()
+        compressed = (matrix @ self._indicator).tocsr()
+        step = max(1, CHUNK_ENTRIES // (self.n_features + 1))
+        pieces = []
+        for start in range(0, documents, step):
+            exact = compressed[start : start + step].toarray()
+            noisy = exact + noise.sample_two_sided_geometric(rng, exact.shape, calibrated.rate)
+            np.maximum(noisy, 0, out=noisy)
+            pieces.append(decompress(noisy, self.plan, rng))
+        output = pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
+        return output, record
+
+    def __repr__(self) -> str:
+        return (
+            f"LPLPRelease(N={self.n_changes}, epsilon={self.epsilon:g}, M={self.n_features}, "
+            f"K={self.n_groups}, grouping={self.grouping!r}, calibration={self.calibration!r}, "
+            f"{self._random!r})"
+        )

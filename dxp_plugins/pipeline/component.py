@@ -1,0 +1,224 @@
+"""The ``dxp_privatizer`` component: a thin shell over :mod:`dxp_plugins.text` and a mechanism.
+
+Per batch of docs (``__call__`` is a batch of one, ``pipe`` batches ``batch_size`` docs) the
+selected tokens of all docs go through one mechanism call, so the nearest-neighbour search
+is shared (:func:`dxp_plugins.text.privatize_tokenized`, the core every door uses).
+
+Randomness (PRIVACY.md 16-19): the component owns one
+:class:`~dxp_plugins._random.RandomSource`, created where the component is configured, and
+lends it to the lazily built mechanism. Worker processes of ``nlp.pipe(n_process=2)``
+(forked or unpickled) therefore re-key: secure sources draw a fresh OS key, seeded sources a
+stream derived from (seed, pid), so no two workers replay one noise stream.
+
+Serialization stores configuration only (and the fingerprint of the embeddings once they are
+loaded, to refuse different embeddings later): never noise, generator state or input text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import srsly
+from spacy import util
+from spacy.tokens import Doc, Token
+
+from .._random import RandomSource
+from .._validation import check_choice
+from ..doors import DoorSettings
+from ..guarantee import Accountant
+from ..text import TokenizedText, detokenize, privatize_tokenized
+from . import DEFAULT_CONFIG
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+    from ..mechanisms.base import Mechanism
+
+MODES = ("annotate", "replace")
+_OUTPUT_KEYS = ("mode", "token_attr", "doc_attr", "guarantee_attr")
+_FORMAT = 1
+
+
+class Privatizer:
+    """Privatize the words of each Doc (see :mod:`dxp_plugins.pipeline` for the config)."""
+
+    def __init__(self, nlp: Language, name: str = "dxp_privatizer", **config: Any) -> None:
+        self.name = name
+        self.vocab = nlp.vocab
+        #: Sums the spend of every release of this component (PRIVACY.md 13).
+        self.accountant = Accountant()
+        self._mechanism: Mechanism | None = None
+        self._fingerprint: str | None = None
+        self._configure(config)
+
+    # -- configuration -----------------------------------------------------------------------
+    def _configure(self, config: dict[str, Any]) -> None:
+        values = {**DEFAULT_CONFIG, **config}
+        unknown = sorted(set(values) - set(DEFAULT_CONFIG) - {"epsilon"})
+        if unknown:
+            raise ValueError(f"unknown dxp_privatizer setting(s): {', '.join(unknown)}")
+        output = {key: values.pop(key) for key in _OUTPUT_KEYS}
+        mode = check_choice(output["mode"], "mode", MODES)
+        for key in ("token_attr", "doc_attr", "guarantee_attr"):
+            if not isinstance(output[key], str) or not output[key].isidentifier():
+                raise ValueError(f"{key} must be a Python identifier, got {output[key]!r}")
+        if output["doc_attr"] == output["guarantee_attr"]:
+            raise ValueError("doc_attr and guarantee_attr must differ")
+        settings = DoorSettings.create(**values)
+        _install_extension(Token, output["token_attr"])
+        _install_extension(Doc, output["doc_attr"])
+        _install_extension(Doc, output["guarantee_attr"])
+        self.settings = settings
+        self.mode: str = mode
+        self.token_attr: str = output["token_attr"]
+        self.doc_attr: str = output["doc_attr"]
+        self.guarantee_attr: str = output["guarantee_attr"]
+        self._select: Callable[[Doc], list[bool] | None] | None = settings.selector()
+        self._random = RandomSource(settings.seed)
+        self._mechanism = None
+        self._fingerprint = None
+
+    @property
+    def cfg(self) -> dict[str, Any]:
+        """The component's JSON config (what ``to_bytes``/``to_disk`` store)."""
+        return {
+            **self.settings.to_config(),
+            "mode": self.mode,
+            "token_attr": self.token_attr,
+            "doc_attr": self.doc_attr,
+            "guarantee_attr": self.guarantee_attr,
+        }
+
+    @property
+    def mechanism(self) -> Mechanism:
+        """The mechanism, built (and its embeddings loaded) on first use."""
+        if self._mechanism is None:
+            mechanism = self.settings.build_mechanism(self._random, self.accountant)
+            expected = self._fingerprint
+            if expected is not None and mechanism.embeddings.fingerprint != expected:
+                raise ValueError(
+                    f"embeddings {self.settings.embeddings!r} differ from those this pipeline "
+                    f"was saved with (fingerprint {mechanism.embeddings.fingerprint[:12]}..., "
+                    f"expected {expected[:12]}...)"
+                )
+            self._mechanism = mechanism
+        return self._mechanism
+
+    def initialize(
+        self, get_examples: Callable[[], Iterable[Any]] | None = None, *, nlp: Any = None
+    ) -> None:
+        """Load the embeddings and build the mechanism now (otherwise on first use)."""
+        self.mechanism  # noqa: B018 -- the property builds and caches it
+
+    # -- processing ----------------------------------------------------------------------------
+    def __call__(self, doc: Doc) -> Doc:
+        return self._privatize([doc])[0]
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        """Privatize ``batch_size`` docs per mechanism call (one shared neighbour search)."""
+        for batch in util.minibatch(stream, size=batch_size):
+            yield from self._privatize(list(batch))
+
+    def _privatize(self, docs: list[Doc]) -> list[Doc]:
+        select = self._select
+        texts = [
+            TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
+        ]
+        results = privatize_tokenized(texts, self.mechanism)
+        processed = []
+        for doc, text, (words, guarantee) in zip(docs, texts, results, strict=True):
+            if self.mode == "replace":
+                doc = self._replacement(doc, words, text.spaces)
+            else:
+                for token, word in zip(doc, words, strict=True):
+                    token._.set(self.token_attr, word)
+                # Whitespace-only input releases "" like the other doors (PRIVACY.md 22).
+                private = detokenize(words, text.spaces) if doc.text.strip() else ""
+                doc._.set(self.doc_attr, private)
+            doc._.set(self.guarantee_attr, guarantee.to_dict())
+            processed.append(doc)
+        return processed
+
+    @staticmethod
+    def _replacement(doc: Doc, words: list[str], spaces: list[str]) -> Doc:
+        """A new Doc of the private words; nothing derived from the raw words is copied."""
+        private = Doc(doc.vocab, words=words, spaces=[bool(space) for space in spaces])
+        private._context = doc._context  # nlp.pipe(as_tuples=True) context, not text
+        return private
+
+    # -- serialization: configuration only ---------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        fingerprint = (
+            self._fingerprint if self._mechanism is None else self._mechanism.embeddings.fingerprint
+        )
+        return {"format": _FORMAT, "config": self.cfg, "embeddings_fingerprint": fingerprint}
+
+    def _load_state(self, state: Any) -> None:
+        if not isinstance(state, dict) or state.get("format") != _FORMAT:
+            raise ValueError("not a saved dxp_privatizer configuration (unknown format)")
+        if state["config"] != self.cfg:
+            self._configure(state["config"])
+        self._fingerprint = state.get("embeddings_fingerprint")
+        built = self._mechanism
+        if built is not None and built.embeddings.fingerprint != self._fingerprint:
+            self._mechanism = None  # rebuilt (and checked) on next use
+
+    def to_bytes(self, *, exclude: Iterable[str] = ()) -> bytes:
+        """The configuration as bytes."""
+        data: bytes = util.to_bytes({"cfg": lambda: srsly.json_dumps(self._state())}, exclude)
+        return data
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = ()) -> Privatizer:
+        """Restore the configuration saved by :meth:`to_bytes`."""
+        util.from_bytes(
+            bytes_data, {"cfg": lambda b: self._load_state(srsly.json_loads(b))}, exclude
+        )
+        return self
+
+    def to_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> None:
+        """Write the configuration to ``path/cfg`` (JSON)."""
+        util.to_disk(path, {"cfg": lambda p: srsly.write_json(p, self._state())}, exclude)
+
+    def from_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> Privatizer:
+        """Restore the configuration saved by :meth:`to_disk`."""
+        util.from_disk(path, {"cfg": lambda p: self._load_state(srsly.read_json(p))}, exclude)
+        return self
+
+    # -- pickling (spawned workers): configuration and randomness policy, no mechanism ----------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        if self._mechanism is not None:
+            state["_fingerprint"] = self._mechanism.embeddings.fingerprint
+        state["_mechanism"] = None
+        state["_select"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._select = self.settings.selector()
+        _install_extension(Token, self.token_attr)
+        _install_extension(Doc, self.doc_attr)
+        _install_extension(Doc, self.guarantee_attr)
+
+    def __repr__(self) -> str:
+        settings = self.settings
+        return (
+            f"Privatizer(name={self.name!r}, mechanism={settings.mechanism!r}, "
+            f"epsilon={settings.epsilon:g}, embeddings={settings.embeddings!r}, "
+            f"mode={self.mode!r}, rng={self._random.mode!r})"
+        )
+
+
+def _install_extension(owner: type[Doc] | type[Token], attr: str) -> None:
+    """Register a plain-value extension once; refuse a name taken by a getter or method."""
+    if owner.has_extension(attr):
+        _default, method, getter, setter = owner.get_extension(attr)
+        if method is not None or getter is not None or setter is not None:
+            raise ValueError(
+                f"{owner.__name__}._.{attr} is already registered with a getter or method; "
+                f"choose another name"
+            )
+        return
+    owner.set_extension(attr, default=None)

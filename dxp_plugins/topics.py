@@ -1,0 +1,142 @@
+"""Topic-model evaluation of private counts, and gensim adapters (Schofield et al., Sec. 5).
+
+* LDA: match each non-private topic to its best private topic by the Jaccard index of their
+  top-20 words (:func:`topic_jaccard`), topic exclusivity (:func:`exclusivity`) and
+  coherence through gensim's ``CoherenceModel`` (:func:`coherence`);
+* LSA: classification accuracy of a classifier trained on the private low-rank
+  representation (:func:`lsa_accuracy`) and how well the private subspace reconstructs the
+  real counts (:func:`reconstruction_error`);
+* gensim: :func:`to_gensim` turns a document x feature count matrix into a ``Sparse2Corpus``
+  and ``Dictionary``; :func:`gensim_lda` fits ``LdaModel`` on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+TOP_WORDS = 20
+
+
+def top_words(topic_word: Any, feature_names: Sequence[str], n: int = TOP_WORDS) -> list[list[str]]:
+    """The ``n`` heaviest words of each topic (rows of ``topic_word``), heaviest first."""
+    weights = np.asarray(topic_word, dtype=np.float64)
+    names = np.asarray(feature_names, dtype=object)
+    order = np.argsort(-weights, axis=1, kind="stable")[:, :n]
+    return [list(names[row]) for row in order]
+
+
+def jaccard(a: Sequence[str], b: Sequence[str]) -> float:
+    """``|A & B| / |A | B|`` of two word lists."""
+    first, second = set(a), set(b)
+    union = first | second
+    return len(first & second) / len(union) if union else 0.0
+
+
+def topic_jaccard(
+    private: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
+) -> np.ndarray:
+    """For each reference (non-private) topic, the best Jaccard index over the private topics."""
+    scores = np.array([[jaccard(r, p) for p in private] for r in reference])
+    best: np.ndarray = scores.max(axis=1)
+    return best
+
+
+def exclusivity(topic_word: Any, n: int = TOP_WORDS) -> float:
+    """Mean over topics and their top-``n`` words of ``p(w|k) / sum_k' p(w|k')``.
+
+    1 when every top word belongs to one topic only; ``1/K`` when topics share them evenly.
+    """
+    weights = np.asarray(topic_word, dtype=np.float64)
+    weights = weights / weights.sum(axis=1, keepdims=True)
+    share = weights / np.maximum(weights.sum(axis=0, keepdims=True), 1e-300)
+    top = np.argsort(-weights, axis=1, kind="stable")[:, :n]
+    return float(np.take_along_axis(share, top, axis=1).mean())
+
+
+def to_gensim(counts: Any, feature_names: Sequence[str]) -> tuple[Any, Any]:
+    """``(Sparse2Corpus, Dictionary)`` of a document x feature count matrix."""
+    from gensim.corpora import Dictionary
+    from gensim.matutils import Sparse2Corpus
+
+    corpus = Sparse2Corpus(counts, documents_columns=False)
+    dictionary = Dictionary()
+    dictionary.token2id = {word: index for index, word in enumerate(feature_names)}
+    dictionary.id2token = dict(enumerate(feature_names))
+    return corpus, dictionary
+
+
+def gensim_lda(counts: Any, feature_names: Sequence[str], num_topics: int, **params: Any) -> Any:
+    """gensim ``LdaModel`` fitted on (private) counts through :func:`to_gensim`."""
+    from gensim.models import LdaModel
+
+    corpus, dictionary = to_gensim(counts, feature_names)
+    return LdaModel(corpus=corpus, id2word=dictionary.id2token, num_topics=num_topics, **params)
+
+
+def coherence(
+    topics: Sequence[Sequence[str]],
+    counts: Any,
+    feature_names: Sequence[str],
+    measure: str = "u_mass",
+) -> float:
+    """Mean coherence of ``topics`` (word lists) on a reference corpus of ``counts``.
+
+    ``u_mass`` (Mimno et al. 2011) needs only document co-occurrence counts, so the
+    reference is a count matrix: use the *non-private* (or held-out) corpus to judge topics
+    learned from private counts.
+    """
+    from gensim.models import CoherenceModel
+
+    corpus, dictionary = to_gensim(counts, feature_names)
+    model = CoherenceModel(
+        topics=[list(topic) for topic in topics],
+        corpus=list(corpus),
+        dictionary=dictionary,
+        coherence=measure,
+    )
+    return float(model.get_coherence())
+
+
+def lsa_accuracy(
+    train_counts: Any,
+    train_labels: Sequence[Any],
+    test_counts: Any,
+    test_labels: Sequence[Any],
+    n_components: int = 100,
+    random_state: int = 0,
+) -> float:
+    """Accuracy of logistic regression on TruncatedSVD features fitted on ``train_counts``.
+
+    Train on private counts, test on real held-out counts projected into the private
+    subspace: how much class structure the private LSA keeps.
+    """
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import Normalizer
+
+    model = make_pipeline(
+        TfidfTransformer(),
+        TruncatedSVD(n_components, random_state=random_state),
+        Normalizer(),
+        LogisticRegression(max_iter=1000),
+    )
+    model.fit(train_counts, train_labels)
+    return float(model.score(test_counts, test_labels))
+
+
+def reconstruction_error(svd: Any, counts: Any) -> float:
+    """Relative Frobenius error ``||X - X V V^T|| / ||X||`` of projecting ``counts`` onto a
+    fitted ``TruncatedSVD``'s (orthonormal) components ``V``; equals
+    ``sqrt(1 - ||X V^T||^2 / ||X||^2)``, computed without densifying X."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg
+
+    matrix = sp.csr_matrix(counts, dtype=np.float64)
+    energy = float(scipy.sparse.linalg.norm(matrix)) ** 2
+    kept = float(np.linalg.norm(svd.transform(matrix))) ** 2
+    return float(np.sqrt(max(energy - kept, 0.0) / max(energy, 1e-300)))

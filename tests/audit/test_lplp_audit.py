@@ -1,0 +1,241 @@
+"""LPLP audit, PRIVACY.md layers T1 (geometric pmf), T2 (exact law of small releases),
+T3 (black-box audit, M=8, K=2, N=1, neighbours putting the change into one group) and T4
+(the paper's per-entry epsilon' = M*epsilon/K claimed as epsilon, and decompression weights
+from the document's own counts, must each make the audit FAIL)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dxp_plugins as dxp
+from dxp_plugins.audit import epsilon_lower_bound, g_test
+from dxp_plugins.estimators.lplp import LPLPTransformer
+from dxp_plugins.lplp import calibration as calibration_module
+from dxp_plugins.lplp import noise
+from dxp_plugins.lplp.compression import check_counts
+from dxp_plugins.lplp.release import LPLPRelease
+
+pytestmark = pytest.mark.statistical
+
+EPSILONS = [0.5, 2.0]  # one below and one above 1
+P_FAIL = 1e-6
+DRAWS = 200_000
+
+
+# -- T1: the sampler against its exact pmf ----------------------------------------------------
+def pmf_pvalue(sampler, rate: float, draws: int = 300_000) -> float:
+    values = sampler(np.random.default_rng(), draws, rate)
+    support = np.arange(-60, 61)
+    inside = np.bincount(values[np.abs(values) <= 60] + 60, minlength=len(support))
+    observed = np.r_[(values < -60).sum(), inside, (values > 60).sum()]
+    probabilities = noise.two_sided_geometric_pmf(support, rate)
+    tail = (1.0 - probabilities.sum()) / 2
+    return g_test(observed, np.r_[tail, probabilities, tail])
+
+
+@pytest.mark.parametrize("rate", [0.5, 2.0, 5.0])  # dense, sparse (P(Z!=0)=0.24), very sparse
+def test_geometric_pmf(rate):
+    assert pmf_pvalue(noise.sample_two_sided_geometric, rate) > P_FAIL
+
+
+def test_sparse_branch_is_exercised():
+    alpha = np.exp(-2.0)
+    assert 2 * alpha / (1 + alpha) < noise.SPARSE_BELOW < 2 * np.exp(-0.5) / (1 + np.exp(-0.5))
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [
+        lambda rng, n, rate: noise.sample_two_sided_geometric(rng, n, 2 * rate),  # scale halved
+        lambda rng, n, rate: noise.sample_two_sided_geometric(rng, n, 1 / rate),  # rate/scale swap
+        lambda rng, n, rate: np.floor(rng.standard_exponential(n) / rate).astype(np.int64),
+    ],
+    ids=["noise halved", "rate-scale swap", "one-sided"],
+)
+def test_geometric_pmf_rejects_mutant(mutant):
+    assert pmf_pvalue(mutant, 0.5) < P_FAIL
+
+
+# -- T2: exact output law of small releases ---------------------------------------------------
+def group_law(true_total: int, probability: float, rate: float, cap: int) -> dict:
+    """Law of a two-word group's output (a, b): clamped noisy total, binomial split."""
+    from scipy.stats import binom
+
+    law = {}
+    for total in range(cap + 1):
+        mass = noise.clamped_pmf(true_total, np.array([total]), rate)[0]
+        for a in range(total + 1):
+            law[(a, total - a)] = mass * binom.pmf(a, total, probability)
+    return law
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_exact_law_of_compressed_release(epsilon):
+    """M=4 features in K=2 groups {0,1}, {2,3}; public weights (1, 3) and (2, 2); N=1."""
+    cap = 30 if epsilon < 1 else 10
+    release = LPLPRelease([0, 0, 1, 1], epsilon=epsilon, weights=[1, 3, 2, 2], random_state=7)
+    document = np.array([[1, 0, 0, 2]])
+    output, record = release.release(sp.csr_matrix(np.repeat(document, DRAWS, axis=0)))
+    assert record.epsilon == epsilon and record.n_groups == 2
+    laws = [group_law(1, 0.25, epsilon, cap), group_law(2, 0.5, epsilon, cap)]
+    keys = [sorted(law) for law in laws]
+    index = [{key: i for i, key in enumerate(k)} for k in keys]
+    probabilities = np.outer([laws[0][k] for k in keys[0]], [laws[1][k] for k in keys[1]]).ravel()
+    dense = output.toarray()
+    cells = np.full(DRAWS, len(probabilities))
+    inside = (dense[:, :2].sum(1) <= cap) & (dense[:, 2:].sum(1) <= cap)
+    for row in np.flatnonzero(inside):
+        first = index[0][(dense[row, 0], dense[row, 1])]
+        cells[row] = first * len(keys[1]) + index[1][(dense[row, 2], dense[row, 3])]
+    observed = np.bincount(cells, minlength=len(probabilities) + 1)
+    expected = np.r_[probabilities, max(1.0 - probabilities.sum(), 0.0)]
+    assert g_test(observed, expected) > P_FAIL
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_exact_law_of_uncompressed_release(epsilon):
+    """K = M is the same code path: a product of clamped geometrics."""
+    release = LPLPRelease(np.arange(3), epsilon=epsilon, n_changes=2, random_state=3)
+    document = np.array([[0, 1, 3]])
+    output, record = release.release(np.repeat(document, DRAWS, axis=0))
+    assert record.n_groups == record.n_features == 3
+    rate, cap = epsilon / 2, 40
+    support = np.arange(cap + 1)
+    marginals = [noise.clamped_pmf(int(t), support, rate) for t in document[0]]
+    probabilities = np.einsum("i,j,k->ijk", *marginals).ravel()
+    dense = np.minimum(output.toarray(), cap + 1)
+    inside = (dense <= cap).all(axis=1)
+    cells = np.where(inside, np.ravel_multi_index(tuple(dense.T), (cap + 2,) * 3), -1)
+    cells = cells[inside]
+    flat = np.ravel_multi_index(np.indices((cap + 1,) * 3).reshape(3, -1), (cap + 2,) * 3)
+    observed = np.r_[np.bincount(cells, minlength=(cap + 2) ** 3)[flat], (~inside).sum()]
+    assert g_test(observed, np.r_[probabilities, max(1.0 - probabilities.sum(), 0.0)]) > P_FAIL
+
+
+# -- T3: black-box audit through the transformer ----------------------------------------------
+M, K = 8, 2
+#: Feature j's public frequency rank; FREQUENCY deals rank r to group r % 2, so features 0-3
+#: form group 0 and 4-7 group 1.
+RANKS = [0, 2, 4, 6, 1, 3, 5, 7]
+#: Inputs: empty, one count in group 0, one in group 1, two in group 0.
+INPUTS = np.array(
+    [
+        [0, 0, 0, 0, 0, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 1, 0, 0, 0],
+        [2, 0, 0, 0, 0, 0, 0, 0],
+    ]
+)
+#: Pairs at L1 distance 1 = N: all the change lands in one group.
+PAIRS = [(0, 1), (0, 2), (1, 3)]
+
+
+def audit_transformer(epsilon: float, **params) -> LPLPTransformer:
+    words = [f"w{j}" for j in range(M)]
+    table = dxp.EmbeddingTable(
+        words, np.arange(2 * M, dtype=float).reshape(M, 2), frequency_rank=RANKS
+    )
+    transformer = LPLPTransformer(
+        epsilon=epsilon,
+        n_groups=K,
+        grouping="frequency",
+        vocabulary=words,
+        embeddings=table,
+        **params,
+    )
+    transformer.fit(INPUTS)
+    assert transformer.groups_.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    return transformer
+
+
+def encode(private: sp.csr_matrix) -> np.ndarray:
+    """Output cell: (word 0 capped at 2, rest of group 0 capped at 2, group 1 capped at 3)."""
+    dense = private.toarray()
+    first = np.minimum(dense[:, 0], 2)
+    rest = np.minimum(dense[:, 1:4].sum(1), 2)
+    other = np.minimum(dense[:, 4:].sum(1), 3)
+    return (first * 3 + rest) * 4 + other
+
+
+def audit(transformer: LPLPTransformer, draws: int = DRAWS):
+    counts = np.zeros((len(INPUTS), 36), dtype=np.int64)
+    for row, document in enumerate(INPUTS):
+        private = transformer.transform(sp.csr_matrix(np.repeat(document[None], draws, axis=0)))
+        counts[row] = np.bincount(encode(private), minlength=36)
+    claimed = transformer.last_guarantee_.epsilon
+    return epsilon_lower_bound(counts, PAIRS, [1.0] * len(PAIRS), claimed)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_black_box_audit_passes(epsilon):
+    result = audit(audit_transformer(epsilon))
+    assert result.passed, str(result)
+    assert result.epsilon_lower_bound > 0.7 * epsilon, str(result)  # nearly tight
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_paper_parametrization_is_audited_at_its_true_epsilon(epsilon):
+    transformer = audit_transformer(epsilon, calibration="paper")
+    record = transformer.guarantee(1)
+    assert record.claimed_epsilon == epsilon and record.epsilon == pytest.approx(4 * epsilon)
+    result = audit(transformer)
+    assert result.passed, str(result)  # consistent with the TRUE epsilon it reports
+    assert result.epsilon_lower_bound > epsilon, str(result)  # and refutes the paper's claim
+
+
+# -- T4: mutants must FAIL ------------------------------------------------------------------
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_audit_fails_when_paper_rescaling_claims_epsilon(monkeypatch, epsilon):
+    """Per-entry epsilon' = M*epsilon/K while the record still claims epsilon."""
+
+    def rescaled(epsilon, n_changes, n_features, n_groups, mode="sound"):
+        rate = n_features * epsilon / n_groups / n_changes
+        return calibration_module.NoiseCalibration(rate, epsilon, epsilon, n_changes, mode)
+
+    monkeypatch.setattr(calibration_module, "calibrate", rescaled)
+    transformer = audit_transformer(epsilon)
+    assert transformer.last_guarantee_ is None
+    result = audit(transformer)
+    assert transformer.last_guarantee_.epsilon == epsilon  # the mutant's false claim
+    assert not result.passed, str(result)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_audit_fails_when_decompression_uses_own_counts(monkeypatch, epsilon):
+    """Decompression weights taken from the document's own counts (PRIVACY.md 9)."""
+
+    def release_with_own_weights(self, counts):
+        matrix = check_counts(counts, self.n_features).toarray()
+        calibrated = self.noise_calibration()
+        rng = self._random.generator()
+        totals = matrix @ self._indicator.toarray()
+        noisy = totals + noise.sample_two_sided_geometric(rng, totals.shape, calibrated.rate)
+        noisy = np.maximum(noisy, 0)
+        output = np.zeros_like(matrix)
+        for group in range(self.n_groups):
+            members = np.flatnonzero(self.groups == group)
+            own = matrix[:, members] + 1e-9  # a zero-count group falls back to uniform
+            probabilities = own / own.sum(axis=1, keepdims=True)
+            output[:, members] = rng.multinomial(noisy[:, group], probabilities)
+        record = self.guarantee(len(matrix))
+        self.last_guarantee = record
+        return sp.csr_matrix(output), record
+
+    monkeypatch.setattr(LPLPRelease, "release", release_with_own_weights)
+    result = audit(audit_transformer(epsilon))
+    assert not result.passed, str(result)
+
+
+def test_audit_cells_cover_the_risky_outputs():
+    """The encoding separates word 0 from the rest of its group (where own-count weights
+    differ) and group 0 from group 1 (where the change lands)."""
+    cells = {
+        tuple(row): encode(sp.csr_matrix(np.array([row])))[0]
+        for row in itertools.product([0, 1], repeat=M)
+        if sum(row) <= 1
+    }
+    assert len(set(cells.values())) == 4

@@ -1,0 +1,164 @@
+"""Settings shared by the front doors (dxp_plugins.doors): range checks with clear errors,
+generic over the mechanisms registry, the shared randomness source, and token selection."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Span
+
+import dxp_plugins as dxp
+from dxp_plugins._random import RandomSource
+from dxp_plugins.doors import DoorSettings
+from dxp_plugins.text import privatize_texts
+from tests.door_fixtures import KaryRandomizedResponse, register
+
+FAST = {"embeddings": "glove-6b-50d", "vocab_size": 2000}
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ({"epsilon": None}, ValueError, "epsilon is required"),
+        ({"epsilon": 0}, ValueError, "epsilon must lie in"),
+        ({"epsilon": -1.0}, ValueError, "epsilon must lie in"),
+        ({"epsilon": float("nan")}, ValueError, "finite"),
+        ({"epsilon": float("inf")}, ValueError, "finite"),
+        ({"epsilon": 1e9}, ValueError, "epsilon must lie in"),
+        ({"epsilon": True}, TypeError, "real number"),
+        ({"epsilon": "10"}, TypeError, "real number"),
+        ({"mechanism": "nope"}, ValueError, "mechanism: unknown name 'nope'; available: "),
+        ({"mechanism": 3}, TypeError, "registry name"),
+        ({"mechanism_params": {"epsilon": 2}}, ValueError, "may not set epsilon"),
+        ({"mechanism_params": {"random_state": 2}}, ValueError, "may not set random_state"),
+        ({"mechanism_params": {"indx": "hnsw"}}, ValueError, "unknown option(s) 'indx'"),
+        ({"mechanism_params": [1]}, TypeError, "mechanism_params must be a dict"),
+        ({"embeddings": "glove-7b"}, ValueError, "embeddings: unknown name 'glove-7b'"),
+        ({"vocab_size": 0}, ValueError, "vocab_size must be >= 1"),
+        ({"vocab_size": 2.5}, TypeError, "vocab_size must be an integer"),
+        ({"embeddings_params": {"vocab_size": 5}}, ValueError, "either directly"),
+        ({"oov": "drop"}, ValueError, "oov must be one of"),
+        ({"pos": ["NOUNS"]}, ValueError, "unknown part-of-speech tag(s) 'NOUNS'"),
+        ({"pos": 5}, TypeError, "pos must be a list"),
+        ({"entities": [""]}, ValueError, "non-empty strings"),
+        ({"token_filter": "missing"}, ValueError, "token_filter: unknown name 'missing'"),
+        ({"seed": -1}, ValueError, "seed must be >= 0"),
+        ({"seed": 1.5}, TypeError, "seed must be an integer"),
+        ({"seed": np.random.default_rng(0)}, TypeError, "random_state must be None"),
+    ],
+)
+def test_bad_settings_raise_clear_errors(changes, error, message):
+    settings = {"epsilon": 10.0, **FAST, **changes}
+    with pytest.raises(error) as raised:
+        DoorSettings.create(**settings)
+    assert message in str(raised.value)
+
+
+def test_loader_argument_errors_name_the_embeddings():
+    settings = DoorSettings.create(epsilon=1.0, embeddings_params={"colour": "red"})
+    with pytest.raises(ValueError, match="embeddings 'glove-6b-50d'"):
+        settings.load_embeddings()
+
+
+def test_settings_normalise_and_round_trip_through_json():
+    settings = DoorSettings.create(
+        epsilon=3, pos="NOUN", entities=("PERSON", "PERSON"), mechanism_params={"index": "exact"}
+    )
+    assert settings.epsilon == 3.0 and isinstance(settings.epsilon, float)
+    assert settings.pos == ("NOUN",) and settings.entities == ("PERSON",)
+    config = settings.to_config()
+    assert DoorSettings.create(**config) == settings
+    assert config["pos"] == ["NOUN"] and config["seed"] is None
+
+
+def test_embeddings_of_the_same_settings_are_shared():
+    first = DoorSettings.create(epsilon=1.0, **FAST).load_embeddings()
+    again = DoorSettings.create(epsilon=9.0, embeddings_params={"vocab_size": 2000})
+    assert again.load_embeddings() is first  # one table (and one faiss index) per process
+    assert len(first) == 2000
+
+
+def test_any_registered_mechanism_builds_with_its_options(monkeypatch, glove_5k):
+    register(monkeypatch, "mechanisms", "k-rr-test", KaryRandomizedResponse)
+    settings = DoorSettings.create(
+        epsilon=2.0,
+        mechanism="k-rr-test",
+        mechanism_params={"restrict_to": 50},
+        embeddings=glove_5k,
+    )
+    source = RandomSource()
+    mechanism = settings.build_mechanism(source)
+    assert isinstance(mechanism, KaryRandomizedResponse) and mechanism.restrict_to == 50
+    assert mechanism._random is source  # the door's source, not a new one
+    with pytest.raises(ValueError, match="accepts: restrict_to"):
+        DoorSettings.create(epsilon=2.0, mechanism="k-rr-test", mechanism_params={"index": "x"})
+
+
+def test_mechanism_takes_a_door_random_source(glove_5k):
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        source = RandomSource(4)
+    first = dxp.Madlib(glove_5k, epsilon=3.0, random_state=source)
+    assert first.rng_mode == "seeded" and first._random is source
+    second = dxp.Madlib(glove_5k, epsilon=3.0, random_state=4)
+    ids = np.arange(100)
+    np.testing.assert_array_equal(first.privatize_ids(ids), second.privatize_ids(ids))
+
+
+# -- selection --------------------------------------------------------------------------------
+@pytest.fixture
+def tagged_doc():
+    """A real spaCy Doc with POS tags and one entity set by hand (no model needed)."""
+    nlp = spacy.blank("en")
+    doc = nlp.make_doc("Alice sent the keys to Bob in Paris.")
+    tags = ["PROPN", "VERB", "DET", "NOUN", "ADP", "PROPN", "ADP", "PROPN", "PUNCT"]
+    for token, tag in zip(doc, tags, strict=True):
+        token.pos_ = tag
+    doc.ents = [Span(doc, 7, 8, label="GPE"), Span(doc, 0, 1, label="PERSON")]
+    return doc
+
+
+def selected(settings: DoorSettings, doc) -> list[str]:
+    flags = settings.selector()(doc)
+    return [token.text for token, flag in zip(doc, flags, strict=True) if flag]
+
+
+def test_default_selection_is_all_words():
+    assert DoorSettings.create(epsilon=1.0).selector() is None
+
+
+def test_selection_by_pos_entities_and_filter(monkeypatch, tagged_doc):
+    assert selected(DoorSettings.create(epsilon=1.0, pos=["NOUN"]), tagged_doc) == ["keys"]
+    gpe = DoorSettings.create(epsilon=1.0, entities=["GPE"])
+    assert selected(gpe, tagged_doc) == ["Paris"]
+    anything = DoorSettings.create(epsilon=1.0, entities=["*"])
+    assert selected(anything, tagged_doc) == ["Alice", "Paris"]
+    union = DoorSettings.create(epsilon=1.0, pos=["NOUN"], entities=["*"])
+    assert selected(union, tagged_doc) == ["Alice", "keys", "Paris"]
+    register(monkeypatch, "token_filters", "capitalised.v1", lambda token: token.is_title)
+    custom = DoorSettings.create(epsilon=1.0, token_filter="capitalised.v1", pos=["VERB"])
+    assert selected(custom, tagged_doc) == ["Alice", "sent", "Bob", "Paris"]
+
+
+def test_selection_by_pos_needs_tags():
+    doc = spacy.blank("en")("untagged words")
+    with pytest.raises(ValueError, match="needs part-of-speech tags"):
+        DoorSettings.create(epsilon=1.0, pos=["NOUN"]).selector()(doc)
+    with pytest.raises(ValueError, match="needs named entities"):
+        DoorSettings.create(epsilon=1.0, entities=["*"]).selector()(doc)
+
+
+def test_text_path_takes_a_selection(monkeypatch, glove_5k):
+    register(monkeypatch, "token_filters", "long.v1", lambda token: len(token) > 4)
+    select = DoorSettings.create(epsilon=1.0, token_filter="long.v1").selector()
+    mech = dxp.Madlib(glove_5k, epsilon=0.01)  # nearly uniform: selected words change
+    [result] = privatize_texts(["the encryption keys, please"], mech, select=select)
+    words = result.text.split()
+    assert words[0] == "the" and words[2] == "keys," and words[1] != "encryption"
+    record = result.guarantee
+    assert (record.tokens_privatized, record.tokens_passed_through) == (2, 3)
+
+
+def test_guarantee_dicts_read_back(glove_5k):
+    record = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1, 1)
+    assert dxp.Guarantee.from_dict(record.to_dict()) == record

@@ -1,0 +1,269 @@
+"""LPLP building blocks: groupings (partitions, equal sizes, dispersal), balanced k-means
+solvers, calibration, decompression, the DP histogram and input validation (PRIVACY.md 26)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dxp_plugins as dxp
+from dxp_plugins import registry
+from dxp_plugins.lplp import balanced, calibrate, check_partition, groupings
+from dxp_plugins.lplp.compression import DecompressionPlan, check_counts, decompress
+from dxp_plugins.lplp.groupings import GroupingContext, make_groups
+from dxp_plugins.lplp.release import LPLPRelease
+
+GROUPINGS = ["random", "frequency", "glove-cluster", "glove-disperse"]
+
+
+@pytest.fixture(scope="module")
+def words(glove_5k) -> list[str]:
+    """300 public words, plus two without a vector (they follow the documented rule)."""
+    return [*glove_5k.words[100:400], "zzqxoov", "qqxzoov"]
+
+
+def context(words, glove_5k, n_groups, seed=0, histogram=None) -> GroupingContext:
+    return GroupingContext(
+        n_features=len(words),
+        n_groups=n_groups,
+        rng=np.random.default_rng(seed),
+        words=tuple(words),
+        embeddings=glove_5k,
+        histogram=histogram,
+    )
+
+
+# -- groupings -----------------------------------------------------------------------------
+def test_registry_lists_the_builtin_groupings():
+    assert set(GROUPINGS) <= set(registry.names(registry.groupings))
+    for name in GROUPINGS:
+        assert callable(registry.resolve(registry.groupings, name))
+
+
+@pytest.mark.parametrize("name", GROUPINGS)
+@pytest.mark.parametrize("n_groups", [2, 30, 151])  # 302 words: divisible, not, K = M/2
+def test_each_grouping_is_an_equal_size_partition(words, glove_5k, name, n_groups):
+    labels = make_groups(name, context(words, glove_5k, n_groups))
+    assert labels.shape == (len(words),)
+    sizes = np.bincount(labels, minlength=n_groups)
+    assert len(sizes) == n_groups and sizes.min() >= 1
+    assert sizes.max() - sizes.min() <= 1  # equal sizes (up to one where K does not divide M)
+
+
+def test_glove_cluster_groups_are_semantic(words, glove_5k):
+    """Balanced clusters are tighter than random groups of the same sizes."""
+    vectors = context(words, glove_5k, 30).word_vectors()
+    spread = {}
+    for name in ("glove-cluster", "random"):
+        labels = make_groups(name, context(words, glove_5k, 30))
+        means = np.stack([vectors[labels == g].mean(0) for g in range(30)])
+        spread[name] = balanced.assignment_cost(vectors, means, labels)
+    assert spread["glove-cluster"] < 0.8 * spread["random"]
+
+
+@pytest.mark.parametrize("n_groups", [30, 151])
+def test_glove_disperse_puts_one_word_of_each_cluster_in_each_group(
+    monkeypatch, words, glove_5k, n_groups
+):
+    seen = {}
+    true_kmeans = groupings.balanced_kmeans
+
+    def spy(points, n_clusters, rng, **params):
+        seen["clusters"] = true_kmeans(points, n_clusters, rng, **params)
+        return seen["clusters"]
+
+    monkeypatch.setattr(groupings, "balanced_kmeans", spy)
+    labels = make_groups("glove-disperse", context(words, glove_5k, n_groups))
+    clusters = seen["clusters"]
+    assert clusters.max() + 1 == -(-len(words) // n_groups)
+    for group in range(n_groups):
+        members = clusters[labels == group]
+        assert len(np.unique(members)) == len(members)  # never two words of one cluster
+    if len(words) % n_groups == 0:  # K divides M: exactly one word of every cluster
+        for group in range(n_groups):
+            assert sorted(clusters[labels == group]) == list(range(clusters.max() + 1))
+
+
+def test_frequency_grouping_deals_round_robin_over_the_public_rank(words, glove_5k):
+    labels = make_groups("frequency", context(words, glove_5k, 7))
+    ids = glove_5k.lookup(words)
+    known = np.flatnonzero(ids >= 0)
+    order = known[np.argsort(glove_5k.frequency_rank[ids[known]])]
+    assert labels[order].tolist() == (np.arange(len(order)) % 7).tolist()
+    # Words without a rank come last, in feature order.
+    assert labels[[-2, -1]].tolist() == [len(order) % 7, (len(order) + 1) % 7]
+
+
+def test_frequency_grouping_over_a_dp_histogram(words, glove_5k):
+    counts = np.arange(len(words))[::-1].astype(float)
+    labels = make_groups(
+        "frequency", context(words, glove_5k, 5, histogram=lambda: counts), order="histogram"
+    )
+    assert labels.tolist() == (np.arange(len(words)) % 5).tolist()
+    with pytest.raises(ValueError, match="histogram_epsilon"):
+        make_groups("frequency", context(words, glove_5k, 5), order="histogram")
+
+
+def test_words_without_vectors_sit_at_the_public_unk_point(words, glove_5k):
+    vectors = context(words, glove_5k, 3).word_vectors()
+    np.testing.assert_allclose(vectors[-1], glove_5k.unk_vector())
+    np.testing.assert_allclose(vectors[0], glove_5k.vectors[glove_5k.lookup([words[0]])[0]])
+
+
+def test_a_user_grouping_plugs_in_through_the_registry():
+    @registry.groupings.register("test-halves")
+    def halves(context):
+        return np.arange(context.n_features) * context.n_groups // context.n_features
+
+    ctx = GroupingContext(n_features=6, n_groups=2, rng=np.random.default_rng(0))
+    assert make_groups("test-halves", ctx).tolist() == [0, 0, 0, 1, 1, 1]
+
+    @registry.groupings.register("test-broken")
+    def broken(context):
+        return np.zeros(context.n_features, dtype=int)  # leaves group 1 empty
+
+    with pytest.raises(ValueError, match="at least one feature"):
+        make_groups("test-broken", ctx)
+    with pytest.raises(ValueError, match="unknown groupings"):
+        make_groups("no-such-grouping", ctx)
+
+
+def test_groupings_needing_words_or_embeddings_say_so():
+    ctx = GroupingContext(n_features=6, n_groups=2, rng=np.random.default_rng(0))
+    for name in ("frequency", "glove-cluster", "glove-disperse"):
+        with pytest.raises(ValueError, match="vocabulary"):
+            make_groups(name, ctx)
+
+
+# -- balanced assignment: both exact solvers find the same optimum -------------------------
+@pytest.mark.parametrize(("points", "clusters"), [(60, 4), (101, 7), (90, 45)])
+def test_hungarian_and_transport_agree(points, clusters):
+    rng = np.random.default_rng(points)
+    data, centroids = rng.normal(size=(points, 3)), rng.normal(size=(clusters, 3))
+    sizes = balanced.cluster_sizes(points, clusters)
+    costs = []
+    for solver in ("hungarian", "transport"):
+        labels = balanced.balanced_assignment(data, centroids, sizes, solver=solver)
+        assert np.bincount(labels, minlength=clusters).tolist() == sizes.tolist()
+        costs.append(balanced.assignment_cost(data, centroids, labels))
+    assert costs[0] == pytest.approx(costs[1], rel=1e-9)
+
+
+def test_balanced_kmeans_handles_duplicate_points():
+    points = np.r_[np.zeros((10, 2)), np.ones((2, 2))]
+    labels = balanced.balanced_kmeans(points, 4, np.random.default_rng(0))
+    assert np.bincount(labels).tolist() == [3, 3, 3, 3]
+
+
+# -- calibration ------------------------------------------------------------------------------
+def test_sound_calibration_does_not_rescale():
+    sound = calibrate(1.0, 2, 100, 25)
+    assert sound.rate == 0.5 and sound.epsilon == sound.claimed_epsilon == 1.0
+    assert calibrate(1.0, 2, 100, 100).rate == sound.rate  # K = M: the same noise
+
+
+def test_paper_calibration_reports_its_true_epsilon():
+    paper = calibrate(1.0, 2, 100, 25, mode="paper")
+    assert paper.claimed_epsilon == 1.0 and paper.epsilon == pytest.approx(4.0)
+    assert paper.rate == pytest.approx(2.0)
+
+
+# -- decompression --------------------------------------------------------------------------
+def test_decompression_preserves_group_totals_and_follows_weights():
+    labels = np.array([0, 0, 0, 1, 1, 2])
+    plan = DecompressionPlan.build(labels, 3, [1.0, 0.0, 3.0, 0.0, 0.0, 5.0])
+    counts = np.array([[4000, 3, 2], [1, 1000, 0]])
+    out = decompress(counts, plan, np.random.default_rng(0)).toarray()
+    np.testing.assert_array_equal(out @ np.eye(3)[labels], counts)
+    assert out[:, 1].sum() == 0  # zero public weight: never drawn
+    assert abs(out[0, 2] / 4000 - 0.75) < 0.03
+    assert out[1, 3] + out[1, 4] == 1000 and abs(out[1, 3] - 500) < 80  # all-zero: uniform
+
+
+def test_empty_release_spends_nothing():
+    accountant = dxp.Accountant()
+    release = LPLPRelease([0, 1, 0], epsilon=1.0, accountant=accountant)
+    output, record = release.release(sp.csr_matrix((0, 3), dtype=np.int64))
+    assert output.shape == (0, 3) and record.documents == 0 and accountant.spent == 0
+
+
+def test_accountant_is_charged_before_noise_and_cap_refuses():
+    accountant = dxp.Accountant(cap=1.5)
+    release = LPLPRelease([0, 1, 0], epsilon=1.0, accountant=accountant)
+    release.release(np.ones((4, 3), dtype=int))
+    assert accountant.spent == 1.0 and accountant.tokens_privatized == 4
+    with pytest.raises(dxp.BudgetExceededError):
+        release.release(np.ones((4, 3), dtype=int))
+
+
+def test_guarantee_record_and_merge():
+    release = LPLPRelease([0, 0, 1, 1], epsilon=0.5, n_changes=3, grouping="custom")
+    record = release.guarantee(10)
+    assert (record.epsilon, record.n_changes, record.n_features, record.n_groups) == (
+        0.5,
+        3,
+        4,
+        2,
+    )
+    assert record.rng == "secure" and record.to_dict()["spend"] == 0.5
+    assert "(3, 0.5)-LPLP" in record.statement
+    merged = record.merge(release.guarantee(5))
+    assert merged.documents == 15 and merged.releases == 2 and merged.spend == 1.0
+    with pytest.raises(ValueError, match="epsilon"):
+        record.merge(LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(1))
+
+
+# -- validation (PRIVACY.md 23, 26) ----------------------------------------------------------
+@pytest.mark.parametrize(
+    "labels",
+    [[0, 1], [0, 1, 3], [0, 0, 0], [-1, 0, 1], [0.0, 1.0, 0.5], [[0, 1, 0]]],
+    ids=["short", "out of range", "empty group", "negative", "float", "2-D"],
+)
+def test_bad_partitions_raise(labels):
+    with pytest.raises(ValueError):
+        check_partition(labels, 3, 2)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [np.array([[1, -1]]), np.array([[0.5, 1.0]]), np.array([[np.nan, 1.0]]), np.array([1, 2])],
+    ids=["negative", "fractional", "nan", "1-D"],
+)
+def test_bad_counts_raise(counts):
+    with pytest.raises(ValueError):
+        check_counts(counts)
+
+
+def test_counts_are_accepted_as_integral_floats_and_sparse():
+    assert check_counts(np.array([[1.0, 0.0]])).dtype == np.int64
+    assert check_counts(sp.coo_matrix(np.array([[2, 0]]))).toarray().tolist() == [[2, 0]]
+
+
+@pytest.mark.parametrize(
+    ("params", "error"),
+    [
+        ({"epsilon": 0.0}, ValueError),
+        ({"epsilon": float("nan")}, ValueError),
+        ({"epsilon": True}, TypeError),
+        ({"epsilon": "1"}, TypeError),
+        ({"n_changes": 0}, ValueError),
+        ({"calibration": "loose"}, ValueError),
+        ({"weights": [1.0, 2.0]}, ValueError),
+        ({"weights": [1.0, -1.0, 1.0]}, ValueError),
+        ({"histogram_epsilon": -1.0}, ValueError),
+    ],
+)
+def test_bad_release_settings_raise(params, error):
+    settings = {"epsilon": 1.0, **params}
+    with pytest.raises(error):
+        LPLPRelease([0, 1, 0], **settings)
+
+
+def test_dp_histogram_is_clamped_and_noisy():
+    from dxp_plugins.lplp.histogram import dp_histogram
+
+    counts = sp.csr_matrix(np.array([[5, 0, 1], [3, 0, 0]]))
+    draws = np.stack([dp_histogram(counts, 1.0, 1, np.random.default_rng(i)) for i in range(400)])
+    assert draws.min() >= 0
+    assert abs(draws[:, 0].mean() - 8) < 0.3 and draws[:, 1].max() > 0

