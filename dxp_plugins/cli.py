@@ -158,24 +158,27 @@ def _list(kind: str) -> int:
 
 # -- privatize ------------------------------------------------------------------------------
 def _build_mechanism(args: argparse.Namespace) -> Any:
-    from .embeddings import load_embeddings
-    from .mechanisms import make_mechanism
+    """The mechanism, through the settings every front door shares (dxp_plugins.doors)."""
+    from ._random import RandomSource
+    from .doors import DoorSettings
 
-    loader_args = dict(args.embeddings_param)
-    if args.vocab_size is not None:
-        loader_args["vocab_size"] = args.vocab_size
-    try:
-        table = load_embeddings(args.embeddings, **loader_args)
-    except TypeError as error:
-        raise CLIError(f"embeddings {args.embeddings!r}: {error}") from None
-    params = dict(args.param)
-    params.update(epsilon=args.epsilon, oov=args.oov, random_state=args.seed)
+    mechanism_params = dict(args.param)
     if args.index is not None:
-        params["index"] = args.index
+        mechanism_params["index"] = args.index
+    settings = DoorSettings.create(
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        mechanism_params=mechanism_params,
+        embeddings=args.embeddings,
+        embeddings_params=dict(args.embeddings_param),
+        vocab_size=args.vocab_size,
+        oov=args.oov,
+        seed=args.seed,
+    )
     try:
-        return make_mechanism(args.mechanism, table, **params)
+        return settings.build_mechanism(RandomSource(settings.seed))
     except TypeError as error:
-        raise CLIError(f"mechanism {args.mechanism!r}: {error}") from None
+        raise CLIError(f"{args.mechanism} / {args.embeddings}: {error}") from None
 
 
 def _is_jsonl(name: str, fmt: str) -> bool:
