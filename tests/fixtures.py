@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
+import pytest
 
 import dxp_plugins as dxp
 
@@ -52,3 +55,15 @@ def even_weight_codes(n_bits: int = 8) -> np.ndarray:
     """The codes of even weight: every noisy code of odd weight ties between n_bits words."""
     codes = all_codes(n_bits)
     return codes[codes.sum(axis=1) % 2 == 0]
+
+
+@pytest.fixture(scope="module")
+def one_faiss_thread() -> Iterator[None]:
+    """Run faiss single-threaded: many small searches on a busy 2-core machine otherwise
+    spend seconds in OpenMP hand-offs. Use with ``pytest.mark.usefixtures``."""
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    yield
+    faiss.omp_set_num_threads(before)

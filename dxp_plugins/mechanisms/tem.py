@@ -248,7 +248,7 @@ class LawCache:
         """Whether ``nbytes`` more would fit without evicting anything."""
         return self.nbytes + nbytes <= self.max_bytes
 
-    def keys(self) -> list[Hashable]:
+    def cached_keys(self) -> list[Hashable]:
         with self._lock:
             return list(self._entries)
 
@@ -259,6 +259,10 @@ class LawCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickles carry the bound only: the laws are public, large and rebuilt on demand.
+        return (LawCache, (self.max_bytes,))
 
 
 class TEM(Mechanism):
@@ -500,11 +504,6 @@ class TEM(Mechanism):
             return order[: min(count, len(table))].astype(np.int64)
         ids = table.lookup(list(words))
         return np.unique(ids[ids != OOV_ID]) if self.oov != "unk" else np.unique(ids)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_cache"] = LawCache(self._cache.max_bytes)  # public, large: rebuilt on demand
-        return state
 
 
 def _check_gamma(value: Any) -> float:

@@ -8,7 +8,6 @@ on about half of all draws).
 
 from __future__ import annotations
 
-import faiss
 import numpy as np
 import pytest
 from scipy import stats
@@ -18,23 +17,14 @@ import dxp_plugins as dxp
 from dxp_plugins.audit import epsilon_lower_bound, g_test, output_counts
 from dxp_plugins.embeddings.binary import hamming
 from dxp_plugins.mechanisms import brr as brr_module
-from tests.fixtures import all_codes, even_weight_codes
+from tests.fixtures import all_codes, even_weight_codes, one_faiss_thread  # noqa: F401
 
-pytestmark = pytest.mark.statistical
+pytestmark = [pytest.mark.statistical, pytest.mark.usefixtures("one_faiss_thread")]
 
 EPSILONS = [0.5, 2.0]
 P_FAIL = 1e-6
 DRAWS = 100_000
 BITS = 8
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_faiss_thread():
-    """Many small searches: OpenMP thread hand-offs dominate on a busy 2-core machine."""
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    yield
-    faiss.omp_set_num_threads(before)
 
 
 def codebook(kind: str, epsilon: float) -> dxp.BRR:
