@@ -118,7 +118,11 @@ class Metric:
     def _recompute(
         self, queries: np.ndarray, values: np.ndarray, table: EmbeddingTable, suspect: np.ndarray
     ) -> None:
-        rows, cols = np.nonzero(suspect)
+        if len(suspect) == 1:  # one row: flatnonzero is cheaper than a 2-D nonzero
+            cols = np.flatnonzero(suspect[0])
+            rows = np.zeros(len(cols), dtype=np.int64)
+        else:
+            rows, cols = np.nonzero(suspect)
         if len(rows):
             slab = table.vectors[cols].astype(np.float64)
             values[rows, cols] = self.pairs(np.asarray(queries, dtype=np.float64)[rows], slab)
@@ -154,12 +158,12 @@ class Euclidean(Metric):
         # |fl(d^2) - d^2| <= (n + 2) u (||q||^2 + ||y||^2 + 2|q.y|): anything within 8x that
         # bound of radius^2 or of 0 is recomputed directly.
         tolerance = _euclidean_tolerance(queries, table)[:, None]
-        suspect = values <= tolerance
-        if math.isfinite(radius):
-            squared = radius * radius
+        suspect = values <= tolerance  # near 0 (may even be negative)
+        squared = radius * radius
+        if math.isfinite(radius) and float(values.max()) > squared - float(tolerance.min()):
             suspect |= (values > squared - tolerance) & (values <= squared + tolerance)
-        np.maximum(values, 0.0, out=values)
-        np.sqrt(values, out=values)
+        with np.errstate(invalid="ignore"):  # negative entries are suspects, recomputed
+            np.sqrt(values, out=values)
         self._recompute(queries, values, table, suspect)
 
     def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -43,7 +43,7 @@ import math
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +140,14 @@ class WordLaw:
     ball_size: int
     block: int
 
+    @staticmethod
+    def size_of(mask: np.ndarray, size: int) -> int:
+        """Bytes :meth:`build` will hold for a ball ``mask`` over ``size`` words."""
+        n_inside = int(np.count_nonzero(mask))
+        block = max(1, min(LAW_BLOCK, n_inside))
+        padded = -(-n_inside // block) * block
+        return 8 * padded + (0 if n_inside == size else 4 * n_inside)
+
     @property
     def nbytes(self) -> int:
         """Memory held by the law."""
@@ -148,31 +156,55 @@ class WordLaw:
 
     @classmethod
     def build(
-        cls, distances: np.ndarray, mask: np.ndarray, gamma: float, epsilon: float
+        cls,
+        distances: np.ndarray,
+        mask: np.ndarray,
+        gamma: float,
+        epsilon: float,
+        top_score: float | None = None,
+        out: np.ndarray | None = None,
     ) -> WordLaw:
-        """The law of one input from its distances to every word."""
+        """The law of one input from its distances to every word.
+
+        ``top_score``: an upper bound of the best ball score, known in advance for a
+        vocabulary word (its own score, 0); computed when None. ``out``: a scratch buffer
+        of at least ``len(distances) + LAW_BLOCK`` floats to hold the weights (the law is
+        then only valid until the buffer is reused).
+        """
         size = len(distances)
         inside = None if mask.all() else np.flatnonzero(mask).astype(np.int32)
         n_inside = size if inside is None else len(inside)
         n_outside = size - n_inside
         block = max(1, min(LAW_BLOCK, n_inside))
         blocks = -(-n_inside // block)
-        weights = np.zeros(blocks * block, dtype=np.float64)
+        if out is None:
+            weights = np.empty(blocks * block, dtype=np.float64)
+        else:
+            weights = out[: blocks * block]
+        weights[n_inside:] = 0.0
+        scale = gumbel_scale(epsilon)
+        # weights = exp((score - top) / scale) with score = -d, in as few passes as possible
         scores = weights[:n_inside]
-        np.negative(distances if inside is None else distances[inside], out=scores)
-        top = float(scores.max()) if n_inside else -math.inf
+        if inside is None:
+            np.multiply(distances, -1.0 / scale, out=scores)
+        else:
+            np.take(distances, inside, out=scores)
+            scores *= -1.0 / scale
+        if top_score is not None:
+            top = top_score / scale
+        else:
+            top = float(scores.max()) if n_inside else -math.inf
         bottom = -math.inf
         if n_outside:
-            bottom = float(bottom_score(gamma, n_outside, n_inside, epsilon))
+            bottom = float(bottom_score(gamma, n_outside, n_inside, epsilon)) / scale
             top = max(top, bottom)
-        scale = gumbel_scale(epsilon)
-        scores -= top
-        scores /= scale
+        if top != 0.0:
+            scores -= top
         np.exp(scores, out=scores)
         block_cdf = np.empty(blocks + (1 if n_outside else 0), dtype=np.float64)
         np.cumsum(weights.reshape(blocks, block).sum(axis=1), out=block_cdf[:blocks])
         if n_outside:
-            block_cdf[-1] = (block_cdf[-2] if blocks else 0.0) + math.exp((bottom - top) / scale)
+            block_cdf[-1] = (block_cdf[-2] if blocks else 0.0) + math.exp(bottom - top)
         return cls(inside, weights, block_cdf, n_outside, n_inside, block)
 
     def sample(self, rng: np.random.Generator, count: int) -> np.ndarray:
@@ -325,6 +357,7 @@ class TEM(Mechanism):
             raise ValueError("cache_mb must be a finite number >= 0")
         self.cache_mb = cache_mb
         self._cache = LawCache(int(cache_mb * (1 << 20)))
+        self._local = threading.local()  # per-thread scratch buffer for uncached laws
         self._metric.check_points(self.embeddings.vectors, "embeddings")
         self._metric.check_points(self.embeddings.unk_vector()[None, :], "the UNK point")
         self.gamma  # noqa: B018 -- validates beta against the vocabulary size now
@@ -404,23 +437,49 @@ class TEM(Mechanism):
         for start in range(0, len(missing), step):
             block = missing[start : start + step]
             words = unique[block]
-            for position, word, law in zip(
-                block, words.tolist(), self._laws(words, epsilon, gamma), strict=True
-            ):
-                self._cache.put((key, word), law)
-                emit(position, law)
+            for offset, (law, admitted) in enumerate(self._laws(words, epsilon, gamma)):
+                if admitted:
+                    self._cache.put((key, int(words[offset])), law)
+                emit(block[offset], law)  # before the next law reuses a scratch buffer
         return out
 
-    def _laws(self, ids: np.ndarray, epsilon: float, gamma: float) -> list[WordLaw]:
-        """Laws of a block of inputs from one shared distance pass over the vocabulary."""
+    def _laws(
+        self, ids: np.ndarray, epsilon: float, gamma: float, *, admit_all: bool = False
+    ) -> Iterator[tuple[WordLaw, bool]]:
+        """Laws of a block of inputs from one shared distance pass over the vocabulary.
+
+        Yields ``(law, admitted)``. A law is admitted to the cache when the cache could
+        hold it for every word at least as frequent (public frequency rank): the cached
+        set is then the most frequent words, stable under any input order (an LRU would
+        thrash on a stream of distinct words). Other laws live in a per-thread scratch
+        buffer, valid until the next law is built: use each one before asking for the next.
+        """
         points = self._points(ids)
         values = self._metric.fast_block(points, self.embeddings)
-        laws = []
-        for i in range(len(ids)):
+        size = len(self.embeddings)
+        for i, word in enumerate(ids.tolist()):
             row = values[i]
             self._metric.finish_row(points[i], row, self.embeddings, gamma)
-            laws.append(WordLaw.build(row, ball_mask(row[None, :], gamma)[0], gamma, epsilon))
-        return laws
+            mask = ball_mask(row[None, :], gamma)[0]
+            admitted = admit_all or self._admits(word, WordLaw.size_of(mask, size))
+            out = None if admitted else self._scratch(size)
+            # A vocabulary word is at distance 0 from itself: its best score is 0.
+            top = 0.0 if word != OOV_ID else None
+            yield WordLaw.build(row, mask, gamma, epsilon, top, out=out), admitted
+
+    def _admits(self, word: int, nbytes: int) -> bool:
+        rank = 0
+        if word != OOV_ID:
+            ranks = self.embeddings.frequency_rank
+            rank = word if ranks is None else int(ranks[word])
+        return nbytes * (rank + 1) <= self._cache.max_bytes
+
+    def _scratch(self, size: int) -> np.ndarray:
+        buffer: np.ndarray | None = getattr(self._local, "buffer", None)
+        if buffer is None or len(buffer) < size + LAW_BLOCK:
+            buffer = np.empty(size + LAW_BLOCK, dtype=np.float64)
+            self._local.buffer = buffer
+        return buffer
 
     def _balls(self, ids: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
         """Distances to every word (re-checked at gamma) and gamma-ball membership."""
@@ -484,9 +543,8 @@ class TEM(Mechanism):
         ) as bar:
             for start in range(0, len(ids), step):
                 block = ids[start : start + step]
-                for word, law in zip(
-                    block.tolist(), self._laws(block, epsilon, gamma), strict=True
-                ):
+                laws = self._laws(block, epsilon, gamma, admit_all=True)
+                for word, (law, _) in zip(block.tolist(), laws, strict=True):
                     if fill and not self._cache.fits(law.nbytes):
                         return len(self._cache)
                     self._cache.put((key, word), law)
@@ -504,6 +562,15 @@ class TEM(Mechanism):
             return order[: min(count, len(table))].astype(np.int64)
         ids = table.lookup(list(words))
         return np.unique(ids[ids != OOV_ID]) if self.oov != "unk" else np.unique(ids)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_local"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
 
 
 def _check_gamma(value: Any) -> float:
