@@ -238,3 +238,28 @@ def test_large_ball_batch_on_real_embeddings(glove_5k):
     words = ["the", "film", "the", "was", "a", "quiet", "triumph"] * 50
     out = mech.privatize(words)
     assert len(out) == len(words) and all(word in glove_5k for word in out)
+
+
+def test_uncached_laws_share_a_scratch_buffer_safely(plane):
+    """cache_mb=0: every law is built in the scratch buffer; interleaved words stay exact."""
+    mech = dxp.TEM(plane, epsilon=1.0, gamma=1.2, cache_mb=0)
+    ids = np.tile(np.array([3, 11, -1, 27]), 20_000)
+    out = mech.privatize_ids(ids)
+    assert len(mech.cache) == 0
+    for word in (3, 11, -1, 27):
+        counts = np.bincount(out[ids == word], minlength=30)
+        assert g_test(counts, mech.distribution(word)) > 1e-6
+
+
+def test_law_cache_keeps_the_most_frequent_words():
+    law = tem_module.WordLaw.build(
+        np.array([0.0, 1.0, 2.0]), np.array([True, True, False]), 1.5, 1.0
+    )
+    cache = tem_module.LawCache(3 * law.nbytes)
+    for rank in (5, 9, 7):
+        assert cache.put(("k", rank), law, rank)
+    assert not cache.admits(law.nbytes, 12) and not cache.put(("k", 12), law, 12)
+    assert cache.admits(law.nbytes, 2) and cache.put(("k", 2), law, 2)
+    assert sorted(key[1] for key in cache.cached_keys()) == [2, 5, 7]  # rank 9 evicted
+    assert cache.nbytes == 3 * law.nbytes
+    assert not tem_module.LawCache(law.nbytes - 1).put(("k", 0), law, 0)

@@ -24,7 +24,8 @@ from the categorical law ``∝ exp(s * epsilon / 2)``; so is an inverse-CDF draw
   table; each occurrence costs one uniform and a binary search. Distances for a block of
   distinct words come from one shared BLAS pass over the vocabulary (the large-ball case at
   small epsilon, where ``L_w`` is most of the vocabulary), and the tables are kept in a
-  bounded LRU cache keyed by ``(embedding fingerprint, metric, gamma, epsilon, word)``
+  bounded cache keyed by ``(embedding fingerprint, metric, gamma, epsilon, word)`` that
+  keeps the most frequent words (public rank) when full
   (:meth:`TEM.precompute` fills it, Algorithm 3);
 * ``constant_work=True`` (PRIVACY.md 27): Algorithm 2 literally, Gumbel noise on all
   ``|W| + 1`` entries of every token (entries outside the ball masked), the uniform draw
@@ -39,10 +40,10 @@ uses 53-bit uniforms, so outputs whose weight is below ~1e-17 of the top weight 
 
 from __future__ import annotations
 
+import heapq
 import math
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -246,35 +247,59 @@ class WordLaw:
 
 
 class LawCache:
-    """A thread-safe LRU of :class:`WordLaw` tables bounded by total bytes."""
+    """A thread-safe cache of :class:`WordLaw` tables, bounded by total bytes.
+
+    Each entry has a priority rank (the word's public frequency rank; lower = more
+    frequent). While there is room every law is kept; when full, a law is admitted only by
+    evicting laws of rarer words. The cache converges to the most frequent words seen and,
+    unlike an LRU, does not thrash on a stream of distinct words.
+    """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[Hashable, WordLaw] = OrderedDict()
+        self._entries: dict[Hashable, tuple[WordLaw, int]] = {}
+        self._rarest: list[tuple[int, int, Hashable]] = []  # heap of (-rank, serial, key)
+        self._serial = 0
         self._lock = threading.Lock()
         self.nbytes = 0
 
     def get(self, key: Hashable) -> WordLaw | None:
-        with self._lock:
-            law = self._entries.get(key)
-            if law is not None:
-                self._entries.move_to_end(key)
-            return law
+        entry = self._entries.get(key)
+        return None if entry is None else entry[0]
 
-    def put(self, key: Hashable, law: WordLaw) -> bool:
-        """Store ``law`` (evicting the least recently used); False if it cannot fit."""
+    def admits(self, nbytes: int, rank: int) -> bool:
+        """Whether a law of ``nbytes`` for a word of ``rank`` would be stored."""
+        if nbytes > self.max_bytes:
+            return False
+        if self.nbytes + nbytes <= self.max_bytes:
+            return True
+        with self._lock:
+            self._drop_stale()
+            return bool(self._rarest) and -self._rarest[0][0] > rank
+
+    def put(self, key: Hashable, law: WordLaw, rank: int = 0) -> bool:
+        """Store ``law``, evicting rarer words if needed; False if it is not stored."""
         if law.nbytes > self.max_bytes:
             return False
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
-                self.nbytes -= old.nbytes
-            self._entries[key] = law
+                self.nbytes -= old[0].nbytes
+            while self.nbytes + law.nbytes > self.max_bytes:
+                self._drop_stale()
+                if not self._rarest or -self._rarest[0][0] <= rank:
+                    return False
+                _, _, evicted = heapq.heappop(self._rarest)
+                self.nbytes -= self._entries.pop(evicted)[0].nbytes
+            self._entries[key] = (law, rank)
             self.nbytes += law.nbytes
-            while self.nbytes > self.max_bytes:
-                _, evicted = self._entries.popitem(last=False)
-                self.nbytes -= evicted.nbytes
+            self._serial += 1
+            heapq.heappush(self._rarest, (-rank, self._serial, key))
         return True
+
+    def _drop_stale(self) -> None:
+        while self._rarest and self._rarest[0][2] not in self._entries:
+            heapq.heappop(self._rarest)
 
     def fits(self, nbytes: int) -> bool:
         """Whether ``nbytes`` more would fit without evicting anything."""
@@ -287,6 +312,7 @@ class LawCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._rarest.clear()
             self.nbytes = 0
 
     def __len__(self) -> int:
@@ -439,7 +465,8 @@ class TEM(Mechanism):
             words = unique[block]
             for offset, (law, admitted) in enumerate(self._laws(words, epsilon, gamma)):
                 if admitted:
-                    self._cache.put((key, int(words[offset])), law)
+                    word = int(words[offset])
+                    self._cache.put((key, word), law, self._rank(word))
                 emit(block[offset], law)  # before the next law reuses a scratch buffer
         return out
 
@@ -448,11 +475,10 @@ class TEM(Mechanism):
     ) -> Iterator[tuple[WordLaw, bool]]:
         """Laws of a block of inputs from one shared distance pass over the vocabulary.
 
-        Yields ``(law, admitted)``. A law is admitted to the cache when the cache could
-        hold it for every word at least as frequent (public frequency rank): the cached
-        set is then the most frequent words, stable under any input order (an LRU would
-        thrash on a stream of distinct words). Other laws live in a per-thread scratch
-        buffer, valid until the next law is built: use each one before asking for the next.
+        Yields ``(law, admitted)``: whether the cache will take the law (see
+        :class:`LawCache`). Laws it will not take are built in a per-thread scratch buffer
+        (no fresh memory per word), valid until the next law is built: use each one before
+        asking for the next.
         """
         points = self._points(ids)
         values = self._metric.fast_block(points, self.embeddings)
@@ -461,18 +487,19 @@ class TEM(Mechanism):
             row = values[i]
             self._metric.finish_row(points[i], row, self.embeddings, gamma)
             mask = ball_mask(row[None, :], gamma)[0]
-            admitted = admit_all or self._admits(word, WordLaw.size_of(mask, size))
+            nbytes = WordLaw.size_of(mask, size)
+            admitted = admit_all or self._cache.admits(nbytes, self._rank(word))
             out = None if admitted else self._scratch(size)
             # A vocabulary word is at distance 0 from itself: its best score is 0.
             top = 0.0 if word != OOV_ID else None
             yield WordLaw.build(row, mask, gamma, epsilon, top, out=out), admitted
 
-    def _admits(self, word: int, nbytes: int) -> bool:
-        rank = 0
-        if word != OOV_ID:
-            ranks = self.embeddings.frequency_rank
-            rank = word if ranks is None else int(ranks[word])
-        return nbytes * (rank + 1) <= self._cache.max_bytes
+    def _rank(self, word: int) -> int:
+        """Cache priority: the public frequency rank (row order when unknown; UNK first)."""
+        if word == OOV_ID:
+            return 0
+        ranks = self.embeddings.frequency_rank
+        return word if ranks is None else int(ranks[word])
 
     def _scratch(self, size: int) -> np.ndarray:
         buffer: np.ndarray | None = getattr(self._local, "buffer", None)
@@ -547,7 +574,7 @@ class TEM(Mechanism):
                 for word, (law, _) in zip(block.tolist(), laws, strict=True):
                     if fill and not self._cache.fits(law.nbytes):
                         return len(self._cache)
-                    self._cache.put((key, word), law)
+                    self._cache.put((key, word), law, self._rank(word))
                 bar.update(len(block))
         return len(self._cache)
 
