@@ -63,10 +63,16 @@ class Metric:
         """Raise ValueError when the metric is undefined on some of ``points``."""
 
     # -- passes ---------------------------------------------------------------------------
-    def fast_block(self, queries: np.ndarray, table: EmbeddingTable) -> np.ndarray:
-        """One value per (query, row) from one shared pass; see :meth:`finish_row`."""
+    def fast_block(
+        self, queries: np.ndarray, table: EmbeddingTable, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """One value per (query, row) from one shared pass; see :meth:`finish_row`.
+
+        ``out``: a C-contiguous float64 buffer of shape (len(queries), len(table)) to reuse
+        (fresh memory costs page faults on every block).
+        """
         queries = np.ascontiguousarray(queries, dtype=np.float64)
-        out = np.empty((len(queries), len(table)), dtype=np.float64)
+        out = _output(out, len(queries), len(table))
         for start in range(0, len(table), SLAB_ROWS):
             stop = min(start + SLAB_ROWS, len(table))
             out[:, start:stop] = self._block(queries, float64_rows(table, start, stop))
@@ -136,7 +142,9 @@ class Euclidean(Metric):
 
     name = "euclidean"
 
-    def fast_block(self, queries: np.ndarray, table: EmbeddingTable) -> np.ndarray:
+    def fast_block(
+        self, queries: np.ndarray, table: EmbeddingTable, out: np.ndarray | None = None
+    ) -> np.ndarray:
         # [q, ||q||^2, 1] . [-2y, 1, ||y||^2] = ||q - y||^2 in one matrix product.
         queries = np.asarray(queries, dtype=np.float64)
         augmented = np.empty((len(queries), table.dim + 2), dtype=np.float64)
@@ -144,9 +152,9 @@ class Euclidean(Metric):
         augmented[:, table.dim] = np.einsum("ij,ij->i", queries, queries)
         augmented[:, table.dim + 1] = 1.0
         rows = _augmented_rows(table)
+        out = _output(out, len(queries), len(table))
         if rows is not None:
-            return augmented @ rows.T
-        out = np.empty((len(queries), len(table)), dtype=np.float64)
+            return np.matmul(augmented, rows.T, out=out)
         for start in range(0, len(table), SLAB_ROWS):
             stop = min(start + SLAB_ROWS, len(table))
             out[:, start:stop] = augmented @ _augment(table, start, stop).T
@@ -204,10 +212,12 @@ class Angular(Metric):
         if not np.all(norms > 0):
             raise ValueError(f"the angular metric is undefined for zero vectors ({what})")
 
-    def fast_block(self, queries: np.ndarray, table: EmbeddingTable) -> np.ndarray:
+    def fast_block(
+        self, queries: np.ndarray, table: EmbeddingTable, out: np.ndarray | None = None
+    ) -> np.ndarray:
         units = _unit(np.asarray(queries, dtype=np.float64))
         inverse = 1.0 / np.sqrt(_squared_norms(table))
-        out = np.empty((len(units), len(table)), dtype=np.float64)
+        out = _output(out, len(units), len(table))
         for start in range(0, len(table), SLAB_ROWS):
             stop = min(start + SLAB_ROWS, len(table))
             slab = float64_rows(table, start, stop) * inverse[start:stop, None]
@@ -309,6 +319,14 @@ def float64_rows(table: EmbeddingTable, start: int, stop: int) -> np.ndarray:
     if copy is None:
         return table.vectors[start:stop].astype(np.float64)
     return copy[start:stop]
+
+
+def _output(out: np.ndarray | None, rows: int, columns: int) -> np.ndarray:
+    if out is None:
+        return np.empty((rows, columns), dtype=np.float64)
+    if out.shape != (rows, columns) or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float64 array of shape {(rows, columns)}")
+    return out
 
 
 def _augment(table: EmbeddingTable, start: int, stop: int) -> np.ndarray:

@@ -481,8 +481,8 @@ class TEM(Mechanism):
         asking for the next.
         """
         points = self._points(ids)
-        values = self._metric.fast_block(points, self.embeddings)
         size = len(self.embeddings)
+        values = self._metric.fast_block(points, self.embeddings, out=self._block(len(ids)))
         for i, word in enumerate(ids.tolist()):
             row = values[i]
             self._metric.finish_row(points[i], row, self.embeddings, gamma)
@@ -500,6 +500,15 @@ class TEM(Mechanism):
             return 0
         ranks = self.embeddings.frequency_rank
         return word if ranks is None else int(ranks[word])
+
+    def _block(self, rows: int) -> np.ndarray:
+        """A reused (rows, |W|) float64 buffer for distance blocks (per thread)."""
+        size = len(self.embeddings)
+        buffer: np.ndarray | None = getattr(self._local, "block", None)
+        if buffer is None or len(buffer) < rows * size:
+            buffer = np.empty(max(rows, self._block_rows(8)) * size, dtype=np.float64)
+            self._local.block = buffer
+        return buffer[: rows * size].reshape(rows, size)
 
     def _scratch(self, size: int) -> np.ndarray:
         buffer: np.ndarray | None = getattr(self._local, "buffer", None)
