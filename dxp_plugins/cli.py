@@ -97,6 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["exact", "hnsw"],
         help="nearest-neighbour search for embedding mechanisms (default: exact)",
     )
+    tem_brr = priv.add_argument_group("TEM and BRR (same as --param KEY=VALUE)")
+    tem_brr.add_argument(
+        "--metric", help="TEM: euclidean (default), manhattan, chebyshev or angular"
+    )
+    tem_brr.add_argument("--beta", type=float, help="TEM: Theorem 4.2's beta (default 0.001)")
+    tem_brr.add_argument("--gamma", type=float, help="TEM: explicit truncation radius")
+    tem_brr.add_argument("--n-bits", type=int, help="BRR: code length (default 256)")
     priv.add_argument(
         "--param",
         action="append",
@@ -165,6 +172,9 @@ def _build_mechanism(args: argparse.Namespace) -> Any:
     mechanism_params = dict(args.param)
     if args.index is not None:
         mechanism_params["index"] = args.index
+    for option in ("metric", "beta", "gamma", "n_bits"):
+        if getattr(args, option) is not None:
+            mechanism_params[option] = getattr(args, option)
     settings = DoorSettings.create(
         epsilon=args.epsilon,
         mechanism=args.mechanism,

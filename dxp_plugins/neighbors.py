@@ -237,3 +237,76 @@ def recall_at_1(approximate: NeighborIndex, exact: NeighborIndex, queries: np.nd
     found = approximate.search_raw(queries)
     truth = exact.search_raw(queries)
     return float(np.mean(found == truth))
+
+
+class BinaryIndex:
+    """Exact nearest binary code in Hamming distance (faiss ``IndexBinaryFlat``), for BRR.
+
+    Decoding is a pure function of the noisy code (PRIVACY.md 2): every code at the minimum
+    distance is a tie, and one of them is returned uniformly at random with ``rng``.
+    """
+
+    #: Neighbours fetched per query to see the ties; rows whose ``TIE_K`` nearest are all
+    #: tied are completed with a range search.
+    TIE_K = 8
+
+    def __init__(self, packed: np.ndarray) -> None:
+        import faiss
+
+        codes = np.ascontiguousarray(packed, dtype=np.uint8)
+        if codes.ndim != 2 or codes.size == 0:
+            raise ValueError("packed codes must be a non-empty (n, bytes) uint8 matrix")
+        self.size = len(codes)
+        self.n_bytes = int(codes.shape[1])
+        index: Any = faiss.IndexBinaryFlat(self.n_bytes * 8)
+        # One OpenMP region per search instead of one per 32 queries (faiss's default):
+        # on a busy machine each region's barrier can cost a scheduler time slice.
+        index.query_batch_size = 8192
+        index.add(codes)
+        self._faiss = index
+
+    @property
+    def nbytes(self) -> int:
+        """Serialized size of the faiss index (its own copy of the codes plus a header)."""
+        import faiss
+
+        return int(faiss.serialize_index_binary(self._faiss).nbytes)
+
+    def _check(self, queries: np.ndarray) -> np.ndarray:
+        queries = np.ascontiguousarray(queries, dtype=np.uint8)
+        if queries.ndim != 2 or queries.shape[1] != self.n_bytes:
+            raise ValueError(f"queries must have shape (n, {self.n_bytes})")
+        return queries
+
+    def search_raw(self, queries: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """faiss's ``k`` nearest codes per query: (distances, ids), ties in faiss's order."""
+        queries = self._check(queries)
+        distances, ids = self._faiss.search(queries, min(k, self.size))
+        return distances.astype(np.int64), ids.astype(np.int64)
+
+    def search(self, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Nearest code of each query, ties broken uniformly at random."""
+        queries = self._check(queries)
+        if len(queries) == 0:
+            return np.empty(0, dtype=np.int64)
+        distances, ids = self.search_raw(queries, self.TIE_K)
+        best = distances[:, 0]
+        ties = np.count_nonzero(distances == best[:, None], axis=1)
+        out = ids[np.arange(len(queries)), rng.integers(0, ties)]
+        overflow = np.flatnonzero((ties == distances.shape[1]) & (self.size > distances.shape[1]))
+        for radius in np.unique(best[overflow]).tolist():
+            rows = overflow[best[overflow] == radius]
+            limits, _, found = self._faiss.range_search(queries[rows], radius + 1)
+            limits = limits.astype(np.int64)
+            out[rows] = found[limits[:-1] + rng.integers(0, np.diff(limits))]
+        return out
+
+
+def get_binary_index(packed: np.ndarray, cache: dict[Any, Any], key: Any) -> BinaryIndex:
+    """A :class:`BinaryIndex` over ``packed``, built once and kept in ``cache[key]``."""
+    index = cache.get(("binary-index", key))
+    if index is None:
+        index = BinaryIndex(packed)
+        cache[("binary-index", key)] = index
+    assert isinstance(index, BinaryIndex)
+    return index
