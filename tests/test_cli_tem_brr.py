@@ -63,7 +63,7 @@ def test_privatize(capsys, tmp_path, source, mechanism, options, metric):
     ("options", "message"),
     [
         (["-m", "tem", "--metric", "cosine"], "metric must be one of"),
-        (["-m", "madlib", "--beta", "0.1"], "mechanism 'madlib'"),
+        (["-m", "madlib", "--beta", "0.1"], "unknown option(s) 'beta'"),
         (["-m", "tem", "--beta", "0.1", "--gamma", "2"], "beta or gamma"),
         (["-m", "brr", "--n-bits", "0"], "n_bits"),
     ],
