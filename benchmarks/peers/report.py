@@ -130,7 +130,7 @@ def table_rows(results: Sequence[Result]) -> list[list[Any]]:
                 _fmt(speed, X),
                 _fmt(result.get("load_s")),
                 _fmt(result.get("setup_s")),
-                _fmt(result.get("peak_mb")),
+                _fmt(result.get("peak_mb")) if measured(result) else "—",
                 _fmt(memory, X),
                 "—" if unchanged is None else f"{100 * unchanged:.1f}%",
                 notes(result),
@@ -316,6 +316,14 @@ def correctness_notes(results: Sequence[Result]) -> list[str]:
 STATIC_NOTES = Path(__file__).with_name("notes.md")
 
 
+def _load_note(payload: dict[str, Any]) -> str:
+    load = payload.get("load_average")
+    if not load:
+        return ""
+    start, end = load["start"][0], load["end"][0]
+    return f" One-minute load average at start / end: {start:.1f} / {end:.1f}."
+
+
 def render_document(payload: dict[str, Any], machine_line: str, figure_name: str) -> str:
     """The whole ``peers.md``."""
     results = payload["results"]
@@ -326,7 +334,8 @@ def render_document(payload: dict[str, Any], machine_line: str, figure_name: str
         "",
         f"Measured on {machine_line}; command: `{payload['command']}` "
         f"({payload['seconds'] / 60:.0f} min). Every row is its own process; ratios come from "
-        "this one run (the machine is shared and noisy: read ratios, not absolute numbers).",
+        "this one run (the machine is shared and noisy: read ratios, not absolute numbers)."
+        + _load_note(payload),
         "",
         f"Input: the same {inputs['count']:,} words ({inputs['distinct']:,} distinct) for every "
         f"system: the first alphabetic tokens of {inputs['corpus']}, in text order. "

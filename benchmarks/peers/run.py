@@ -173,7 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="run only these systems")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="peers", help="results file stem (default peers)")
+    parser.add_argument(
+        "--rerender", type=Path, help="only re-render the .md/.png of a saved results .json"
+    )
     args = parser.parse_args(argv)
+    if args.rerender is not None:
+        return rerender(args.rerender)
 
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -181,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     from dxp_plugins.datasets import cache_dir
 
     started = time.perf_counter()
+    load_before = os.getloadavg()
     cache = cache_dir() / "peers"
     cache.mkdir(parents=True, exist_ok=True)
     words = input_words(args.words)
@@ -224,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
 
     payload = {
         "date": f"{datetime.now(UTC):%Y-%m-%d}",
-        "command": "python benchmarks/peers/run.py "
-        + " ".join(map(shlex.quote, argv or sys.argv[1:])),
+        "command": " ".join(
+            ["python benchmarks/peers/run.py", *map(shlex.quote, argv or sys.argv[1:])]
+        ),
         "inputs": {"corpus": CORPUS, "count": len(words), "distinct": len(set(words))},
         "settings": {
             "Madlib ε": args.madlib_epsilon,
@@ -237,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "peer_environment": peer_env.freeze(peer_python) if peer_python else [],
         "seconds": time.perf_counter() - started,
+        "load_average": {"start": load_before, "end": os.getloadavg()},
         "results": results,
         "tem_law": law_rows,
     }
@@ -244,11 +252,24 @@ def main(argv: list[str] | None = None) -> int:
     save_path = (
         save(args.name, payload) if args.out == RESULTS else _save_to(args.out, args.name, payload)
     )
-    figure = report.plot(results, args.out / f"{args.name}.png")
-    markdown = report.render_document(payload, machine(), figure.name)
-    (args.out / f"{args.name}.md").write_text(markdown)
+    print(f"[peers] wrote {save_path}", file=sys.stderr)
+    render(payload, machine(), args.out, args.name)
+    return 0
+
+
+def render(payload: dict[str, Any], machine_line: str, out: Path, name: str) -> str:
+    """Write ``NAME.md`` and ``NAME.png`` from a results payload; return the Markdown."""
+    figure = report.plot(payload["results"], out / f"{name}.png")
+    markdown = report.render_document(payload, machine_line, figure.name)
+    (out / f"{name}.md").write_text(markdown)
     print(markdown)
-    print(f"[peers] wrote {save_path}, {figure}, {args.out / f'{args.name}.md'}", file=sys.stderr)
+    return markdown
+
+
+def rerender(path: Path) -> int:
+    """Re-render the table and figure of a saved ``NAME.json`` (no measuring)."""
+    payload = json.loads(path.read_text())
+    render(payload, payload.pop("machine"), path.parent, path.stem)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import textwrap
@@ -200,7 +201,7 @@ def test_run_measured_reports_failures(tmp_path):
 
 # -- table, targets, figure ----------------------------------------------------------------
 def _results() -> list[dict]:
-    base = {"epsilon": 10.0, "vocab_size": 100_000, "inputs": 2000, "load_s": 1.0}
+    base = {"epsilon": 10.0, "vocab_size": 100_000, "inputs": 2000, "load_s": 1.0, "peak_mb": 9.0}
     return [
         {
             **base,
@@ -272,6 +273,7 @@ def test_table_ratios_notes_and_order():
     assert mldp[6] == f"8{X}" and "recall@1 0.9950" in mldp[12] and "8 OOV" in mldp[12]
     assert rows["bound: numpy noise + faiss exact"][6] == f"0.8{X}"
     assert rows["ours: TEM"][5] == "—" and "not registered" in rows["ours: TEM"][12]
+    assert rows["ours: TEM"][9] == "—"  # a skipped run's memory is not a measurement
     assert rows["ours: Madlib, exact (faiss flat)"][6] == "—"  # no ratio against itself
     assert rows["mldp-text 0.1.2: TEM"][6] == "—"  # no ours TEM to compare with
     assert "failed: boom" in rows["dp-diffractor 0.2.1: 1-Diffractor (geometric)"][12]
@@ -330,3 +332,23 @@ def test_document_and_figure(tmp_path):
 
 def test_notes_file_exists():
     assert Path(report.STATIC_NOTES).read_text(encoding="utf-8").startswith("- **mldp-text**")
+
+
+def test_plan_runs_every_system_at_each_size_and_diffractor_last():
+    from benchmarks.peers import run
+
+    args = argparse.Namespace(
+        vocab=[100_000, 400_000],
+        diffractor_vocab=[20_000],
+        madlib_epsilon=10.0,
+        tem_epsilon=2.0,
+        only=None,
+    )
+    planned = run.plan(args)
+    assert len(planned) == 2 * 8 + 2
+    assert [job["system"] for _, job in planned[-2:]] == ["ours", "dp-diffractor"]
+    assert {vocab for vocab, _ in planned[-2:]} == {20_000}
+    madlib = [job["eps"] for _, job in planned if job["mechanism"] == "madlib"]
+    assert set(madlib) == {10.0}
+    args.only = ["mldp-text"]
+    assert {job["system"] for _, job in run.plan(args)} == {"mldp-text"}
