@@ -18,6 +18,7 @@ continuous noise and resolve in faiss's fixed index order.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,24 +49,32 @@ class TieGroups:
 
     @classmethod
     def find(cls, vectors: np.ndarray) -> TieGroups | None:
-        """Groups of identical rows, or None when every row is unique (the usual case)."""
-        rows = np.ascontiguousarray(vectors + np.float32(0.0))  # -0.0 and 0.0 are equal
-        as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-        _, inverse, counts = np.unique(as_bytes, return_inverse=True, return_counts=True)
-        if counts.max() == 1:
+        """Groups of identical rows, or None when every row is unique (the usual case).
+
+        Rows are hashed in small chunks (no copy of the table), candidates with equal hashes
+        are then compared exactly (``-0.0 == 0.0``).
+        """
+        hashes = _row_hashes(vectors)
+        order = np.argsort(hashes, kind="stable")
+        ordered = hashes[order]
+        boundary = np.r_[True, ordered[1:] != ordered[:-1], True]
+        starts = np.flatnonzero(boundary)
+        runs = [(a, b) for a, b in itertools.pairwise(starts) if b - a > 1]
+        groups: list[np.ndarray] = []
+        for a, b in runs:
+            rows = np.sort(order[a:b])
+            _, label = np.unique(vectors[rows] + np.float32(0.0), axis=0, return_inverse=True)
+            for value in np.unique(label):
+                members = rows[label.ravel() == value]
+                if len(members) > 1:
+                    groups.append(members)
+        if not groups:
             return None
-        shared = counts[inverse] > 1
-        shared_rows = np.flatnonzero(shared)
-        keys = inverse[shared_rows]
-        order = np.argsort(keys, kind="stable")
-        members = shared_rows[order]
-        sorted_keys = keys[order]
-        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-        offsets = np.r_[starts, len(members)].astype(np.int64)
+        offsets = np.r_[0, np.cumsum([len(g) for g in groups])].astype(np.int64)
+        members = np.concatenate(groups).astype(np.int64)
         group_of_row = np.full(len(vectors), -1, dtype=np.int64)
-        group_ids = np.repeat(np.arange(len(starts)), np.diff(offsets))
-        group_of_row[members] = group_ids
-        return cls(group_of_row, members.astype(np.int64), offsets)
+        group_of_row[members] = np.repeat(np.arange(len(groups)), np.diff(offsets))
+        return cls(group_of_row, members, offsets)
 
     def break_ties(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Replace each id that has twins by a uniformly random member of its group."""
@@ -79,6 +88,25 @@ class TieGroups:
             ids = ids.copy()
             ids[tied] = self.members[np.minimum(pick, self.offsets[group + 1] - 1)]
         return ids
+
+
+#: Fixed public odd multipliers of the row hash (any fixed values work).
+_HASH_MULTIPLIERS = np.random.default_rng(0x7E5).integers(1, 2**63, 4096, dtype=np.uint64) | 1
+
+
+def _row_hashes(vectors: np.ndarray, chunk: int = 8192) -> np.ndarray:
+    """A 64-bit hash of each float32 row's bits (equal rows -> equal hashes; -0.0 as 0.0)."""
+    rows, dim = vectors.shape
+    bits = np.ascontiguousarray(vectors, dtype=np.float32).view(np.uint32)
+    multipliers = np.resize(_HASH_MULTIPLIERS, dim)
+    multipliers = multipliers + np.arange(dim, dtype=np.uint64) * np.uint64(2)  # stays odd
+    hashes = np.empty(rows, dtype=np.uint64)
+    for start in range(0, rows, chunk):
+        block = bits[start : start + chunk].astype(np.uint64)
+        block[block == 0x80000000] = 0  # -0.0
+        block *= multipliers
+        hashes[start : start + chunk] = block.sum(axis=1, dtype=np.uint64)
+    return hashes
 
 
 @functools.cache
