@@ -25,6 +25,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Mechanism": (".mechanisms.base", "Mechanism"),
     "make_mechanism": (".mechanisms", "make_mechanism"),
     "Madlib": (".mechanisms.madlib", "Madlib"),
+    "TEM": (".mechanisms.tem", "TEM"),
+    "BRR": (".mechanisms.brr", "BRR"),
     "Guarantee": (".guarantee", "Guarantee"),
     "Accountant": (".guarantee", "Accountant"),
     "privatize_text": (".text", "privatize_text"),
@@ -82,5 +84,7 @@ if TYPE_CHECKING:
     from .guarantee import Accountant, Guarantee
     from .mechanisms import make_mechanism
     from .mechanisms.base import Mechanism
+    from .mechanisms.brr import BRR
     from .mechanisms.madlib import Madlib
+    from .mechanisms.tem import TEM
     from .text import privatize_text, privatize_texts

@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["exact", "hnsw"],
         help="nearest-neighbour search for embedding mechanisms (default: exact)",
     )
+    _add_tem_brr_options(priv)
     priv.add_argument(
         "--param",
         action="append",
@@ -151,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_tem_brr_options(parser: argparse.ArgumentParser) -> None:
+    tem_brr = parser.add_argument_group("TEM and BRR (same as --param KEY=VALUE)")
+    tem_brr.add_argument(
+        "--metric", help="TEM: euclidean (default), manhattan, chebyshev or angular"
+    )
+    tem_brr.add_argument("--beta", type=float, help="TEM: Theorem 4.2's beta (default 0.001)")
+    tem_brr.add_argument("--gamma", type=float, help="TEM: explicit truncation radius")
+    tem_brr.add_argument("--n-bits", type=int, help="BRR: code length (default 256)")
+
+
 def _list(kind: str) -> int:
     from . import registry
 
@@ -160,31 +171,31 @@ def _list(kind: str) -> int:
 
 
 # -- privatize ------------------------------------------------------------------------------
-def _load_table(args: argparse.Namespace) -> Any:
-    from .embeddings import load_embeddings
+def _build_mechanism(args: argparse.Namespace) -> Any:
+    """The mechanism, through the settings every front door shares (dxp_plugins.doors)."""
+    from ._random import RandomSource
+    from .doors import DoorSettings
 
-    loader_args = dict(args.embeddings_param)
-    if args.vocab_size is not None:
-        loader_args["vocab_size"] = args.vocab_size
-    try:
-        return load_embeddings(args.embeddings, **loader_args)
-    except TypeError as error:
-        raise CLIError(f"embeddings {args.embeddings!r}: {error}") from None
-
-
-def _build_mechanism(args: argparse.Namespace, table: Any = None) -> Any:
-    from .mechanisms import make_mechanism
-
-    if table is None:
-        table = _load_table(args)
-    params = dict(args.param)
-    params.update(epsilon=args.epsilon, oov=args.oov, random_state=args.seed)
+    mechanism_params = dict(args.param)
     if args.index is not None:
-        params["index"] = args.index
+        mechanism_params["index"] = args.index
+    for option in ("metric", "beta", "gamma", "n_bits"):
+        if getattr(args, option) is not None:
+            mechanism_params[option] = getattr(args, option)
+    settings = DoorSettings.create(
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        mechanism_params=mechanism_params,
+        embeddings=args.embeddings,
+        embeddings_params=dict(args.embeddings_param),
+        vocab_size=args.vocab_size,
+        oov=args.oov,
+        seed=args.seed,
+    )
     try:
-        return make_mechanism(args.mechanism, table, **params)
+        return settings.build_mechanism(RandomSource(settings.seed))
     except TypeError as error:
-        raise CLIError(f"mechanism {args.mechanism!r}: {error}") from None
+        raise CLIError(f"{args.mechanism} / {args.embeddings}: {error}") from None
 
 
 def _is_jsonl(name: str, fmt: str) -> bool:
@@ -386,6 +397,7 @@ def _add_calibrate(commands: Any) -> None:
         choices=["exact", "hnsw"],
         help="nearest-neighbour search for embedding mechanisms (default: exact)",
     )
+    _add_tem_brr_options(cal)
     cal.add_argument(
         "--param",
         action="append",
@@ -423,13 +435,15 @@ def _calibrate(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CLIError(f"cannot create {args.out}: {error.strerror}") from None
-    table = _load_table(args)
+
+    def build(epsilon: float) -> Any:
+        # The door settings share one loaded table between the mechanisms of every epsilon.
+        return _build_mechanism(argparse.Namespace(**{**vars(args), "epsilon": epsilon}))
+
+    table = build(args.epsilons[0]).embeddings
     words = calibration.sample_words(
         table, args.words, pool=args.word_pool, random_state=args.word_seed
     )
-
-    def build(epsilon: float) -> Any:
-        return _build_mechanism(argparse.Namespace(**{**vars(args), "epsilon": epsilon}), table)
 
     options: dict[str, Any] = {
         "n_samples": args.samples,

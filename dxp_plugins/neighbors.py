@@ -18,6 +18,7 @@ continuous noise and resolve in faiss's fixed index order.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,24 +49,32 @@ class TieGroups:
 
     @classmethod
     def find(cls, vectors: np.ndarray) -> TieGroups | None:
-        """Groups of identical rows, or None when every row is unique (the usual case)."""
-        rows = np.ascontiguousarray(vectors + np.float32(0.0))  # -0.0 and 0.0 are equal
-        as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-        _, inverse, counts = np.unique(as_bytes, return_inverse=True, return_counts=True)
-        if counts.max() == 1:
+        """Groups of identical rows, or None when every row is unique (the usual case).
+
+        Rows are hashed in small chunks (no copy of the table), candidates with equal hashes
+        are then compared exactly (``-0.0 == 0.0``).
+        """
+        hashes = _row_hashes(vectors)
+        order = np.argsort(hashes, kind="stable")
+        ordered = hashes[order]
+        boundary = np.r_[True, ordered[1:] != ordered[:-1], True]
+        starts = np.flatnonzero(boundary)
+        runs = [(a, b) for a, b in itertools.pairwise(starts) if b - a > 1]
+        groups: list[np.ndarray] = []
+        for a, b in runs:
+            rows = np.sort(order[a:b])
+            _, label = np.unique(vectors[rows] + np.float32(0.0), axis=0, return_inverse=True)
+            for value in np.unique(label):
+                members = rows[label.ravel() == value]
+                if len(members) > 1:
+                    groups.append(members)
+        if not groups:
             return None
-        shared = counts[inverse] > 1
-        shared_rows = np.flatnonzero(shared)
-        keys = inverse[shared_rows]
-        order = np.argsort(keys, kind="stable")
-        members = shared_rows[order]
-        sorted_keys = keys[order]
-        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-        offsets = np.r_[starts, len(members)].astype(np.int64)
+        offsets = np.r_[0, np.cumsum([len(g) for g in groups])].astype(np.int64)
+        members = np.concatenate(groups).astype(np.int64)
         group_of_row = np.full(len(vectors), -1, dtype=np.int64)
-        group_ids = np.repeat(np.arange(len(starts)), np.diff(offsets))
-        group_of_row[members] = group_ids
-        return cls(group_of_row, members.astype(np.int64), offsets)
+        group_of_row[members] = np.repeat(np.arange(len(groups)), np.diff(offsets))
+        return cls(group_of_row, members, offsets)
 
     def break_ties(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Replace each id that has twins by a uniformly random member of its group."""
@@ -79,6 +88,25 @@ class TieGroups:
             ids = ids.copy()
             ids[tied] = self.members[np.minimum(pick, self.offsets[group + 1] - 1)]
         return ids
+
+
+#: Fixed public odd multipliers of the row hash (any fixed values work).
+_HASH_MULTIPLIERS = np.random.default_rng(0x7E5).integers(1, 2**63, 4096, dtype=np.uint64) | 1
+
+
+def _row_hashes(vectors: np.ndarray, chunk: int = 8192) -> np.ndarray:
+    """A 64-bit hash of each float32 row's bits (equal rows -> equal hashes; -0.0 as 0.0)."""
+    rows, dim = vectors.shape
+    bits = np.ascontiguousarray(vectors, dtype=np.float32).view(np.uint32)
+    multipliers = np.resize(_HASH_MULTIPLIERS, dim)
+    multipliers = multipliers + np.arange(dim, dtype=np.uint64) * np.uint64(2)  # stays odd
+    hashes = np.empty(rows, dtype=np.uint64)
+    for start in range(0, rows, chunk):
+        block = bits[start : start + chunk].astype(np.uint64)
+        block[block == 0x80000000] = 0  # -0.0
+        block *= multipliers
+        hashes[start : start + chunk] = block.sum(axis=1, dtype=np.uint64)
+    return hashes
 
 
 @functools.cache
@@ -237,3 +265,76 @@ def recall_at_1(approximate: NeighborIndex, exact: NeighborIndex, queries: np.nd
     found = approximate.search_raw(queries)
     truth = exact.search_raw(queries)
     return float(np.mean(found == truth))
+
+
+class BinaryIndex:
+    """Exact nearest binary code in Hamming distance (faiss ``IndexBinaryFlat``), for BRR.
+
+    Decoding is a pure function of the noisy code (PRIVACY.md 2): every code at the minimum
+    distance is a tie, and one of them is returned uniformly at random with ``rng``.
+    """
+
+    #: Neighbours fetched per query to see the ties; rows whose ``TIE_K`` nearest are all
+    #: tied are completed with a range search.
+    TIE_K = 8
+
+    def __init__(self, packed: np.ndarray) -> None:
+        import faiss
+
+        codes = np.ascontiguousarray(packed, dtype=np.uint8)
+        if codes.ndim != 2 or codes.size == 0:
+            raise ValueError("packed codes must be a non-empty (n, bytes) uint8 matrix")
+        self.size = len(codes)
+        self.n_bytes = int(codes.shape[1])
+        index: Any = faiss.IndexBinaryFlat(self.n_bytes * 8)
+        # One OpenMP region per search instead of one per 32 queries (faiss's default):
+        # on a busy machine each region's barrier can cost a scheduler time slice.
+        index.query_batch_size = 8192
+        index.add(codes)
+        self._faiss = index
+
+    @property
+    def nbytes(self) -> int:
+        """Serialized size of the faiss index (its own copy of the codes plus a header)."""
+        import faiss
+
+        return int(faiss.serialize_index_binary(self._faiss).nbytes)
+
+    def _check(self, queries: np.ndarray) -> np.ndarray:
+        queries = np.ascontiguousarray(queries, dtype=np.uint8)
+        if queries.ndim != 2 or queries.shape[1] != self.n_bytes:
+            raise ValueError(f"queries must have shape (n, {self.n_bytes})")
+        return queries
+
+    def search_raw(self, queries: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """faiss's ``k`` nearest codes per query: (distances, ids), ties in faiss's order."""
+        queries = self._check(queries)
+        distances, ids = self._faiss.search(queries, min(k, self.size))
+        return distances.astype(np.int64), ids.astype(np.int64)
+
+    def search(self, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Nearest code of each query, ties broken uniformly at random."""
+        queries = self._check(queries)
+        if len(queries) == 0:
+            return np.empty(0, dtype=np.int64)
+        distances, ids = self.search_raw(queries, self.TIE_K)
+        best = distances[:, 0]
+        ties = np.count_nonzero(distances == best[:, None], axis=1)
+        out = ids[np.arange(len(queries)), rng.integers(0, ties)]
+        overflow = np.flatnonzero((ties == distances.shape[1]) & (self.size > distances.shape[1]))
+        for radius in np.unique(best[overflow]).tolist():
+            rows = overflow[best[overflow] == radius]
+            limits, _, found = self._faiss.range_search(queries[rows], radius + 1)
+            limits = limits.astype(np.int64)
+            out[rows] = found[limits[:-1] + rng.integers(0, np.diff(limits))]
+        return out
+
+
+def get_binary_index(packed: np.ndarray, cache: dict[Any, Any], key: Any) -> BinaryIndex:
+    """A :class:`BinaryIndex` over ``packed``, built once and kept in ``cache[key]``."""
+    index = cache.get(("binary-index", key))
+    if index is None:
+        index = BinaryIndex(packed)
+        cache[("binary-index", key)] = index
+    assert isinstance(index, BinaryIndex)
+    return index

@@ -103,10 +103,10 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
     [
         (["privatize", "--epsilon", "0"], "epsilon must lie in"),
         (["privatize", "--epsilon", "nan"], "epsilon must be finite"),
-        (["privatize", "--epsilon", "1", "--mechanism", "nope"], "unknown mechanisms 'nope'"),
-        (["privatize", "--epsilon", "1", "--embeddings", "nope"], "unknown embeddings 'nope'"),
+        (["privatize", "--epsilon", "1", "--mechanism", "nope"], "mechanism: unknown name 'nope'"),
+        (["privatize", "-e", "1", "--embeddings", "nope"], "embeddings: unknown name 'nope'"),
         (["privatize", "missing.txt", "--epsilon", "1"], "cannot read missing.txt"),
-        (["privatize", "--epsilon", "1", "--param", "color=1"], "mechanism 'madlib'"),
+        (["privatize", "--epsilon", "1", "--param", "color=1"], "unknown option(s) 'color'"),
     ],
 )
 def test_usage_errors(capsys, args, expected):

@@ -19,6 +19,9 @@ from dxp_plugins.calibration import (
     support_size,
 )
 from dxp_plugins.cli import main
+from tests.fixtures import one_faiss_thread  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("one_faiss_thread")
 
 HALF_GAP = 1.0  # two words at distance 2 in the plane: each Voronoi cell starts 1 away
 

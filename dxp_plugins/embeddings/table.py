@@ -152,8 +152,12 @@ class EmbeddingTable:
         if self._key_to_id is None:
             keys: dict[str, int] = {}
             order = range(len(self)) if self._rank is None else np.argsort(self._rank).tolist()
+            words = self._words
             for row in order:
-                keys.setdefault(normalize_word(self._words[row]), row)
+                word = words[row]
+                key = normalize_word(word)
+                # Reuse the word's own string when it is already a key (saves a copy per word).
+                keys.setdefault(word if key == word else key, row)
             self._key_to_id = keys
         return self._key_to_id
 

@@ -50,8 +50,8 @@ class Mechanism(ABC):
 
     #: Registry name.
     name: ClassVar[str]
-    #: The metric the guarantee is stated in.
-    metric: ClassVar[str]
+    #: The metric the guarantee is stated in (a class default; TEM sets it per instance).
+    metric: str
     #: Tokens per internal batch (bounds memory on huge inputs, PRIVACY.md 24).
     chunk_size: ClassVar[int] = 8192
 

@@ -1,0 +1,44 @@
+"""Run the throughput benchmarks one after another (``bash dev.sh bench``).
+
+    python benchmarks/run_all.py            # Madlib, TEM/BRR, front doors, LPLP throughput
+    python benchmarks/run_all.py --peers    # also the peer comparison (~30+ minutes)
+
+Each script prints its own table and writes benchmarks/results/*.json|md; the LPLP topic
+quality study (benchmarks/lplp_20news.py without --throughput) and the calibration
+reproductions are run on their own (see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = [
+    ["bench_madlib.py"],
+    ["bench_tem_brr.py"],
+    ["bench_doors.py"],
+    ["lplp_20news.py", "--throughput"],
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--peers", action="store_true", help="also run benchmarks/peers/run.py")
+    args = parser.parse_args()
+    runs = SCRIPTS + ([["peers/run.py"]] if args.peers else [])
+    failed = []
+    for script, *options in runs:
+        print(f"\n=== {script} {' '.join(options)}", flush=True)
+        result = subprocess.run([sys.executable, str(HERE / script), *options], check=False)
+        if result.returncode != 0:
+            failed.append(script)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""BRR: binary randomized response on word codes, then the nearest code.
+
+Carvalho, Vasiloudis, Feyisetan, "BRR: Preserving Privacy of Text Data Efficiently on
+Device", Algorithms 2 and 3: each word has a public binary code c(w) of L bits; flip every
+bit independently with probability ``1 / (1 + e^epsilon) = expit(-epsilon)``
+(:func:`flip_probability`, no overflow up to the largest accepted epsilon) and release the
+vocabulary word whose code is nearest in Hamming distance (faiss binary index, ties uniformly
+at random: :class:`~dxp_plugins.neighbors.BinaryIndex`).
+
+For codes c, c' at Hamming distance h, any noisy code z and p the flip probability,
+``Pr[z | c] / Pr[z | c'] = ((1 - p) / p)^(H(z, c') - H(z, c)) <= ((1 - p) / p)^h``, which is
+``e^(epsilon h)``; decoding is post-processing of z. So the release is ``epsilon * d``-private
+for d = Hamming distance between codes (PRIVACY.md 7): the guarantee is per Hamming unit, and
+:func:`dxp_plugins.calibration.equivalent_epsilon` converts it to other metrics.
+
+Codes come from the public SimHash binarization (:mod:`dxp_plugins.embeddings.binary`,
+``n_bits`` default 256) or from the user (``codes=``, validated 0/1 rows). OOV tokens under
+``oov="unk"`` use a public UNK code: SimHash of the table's UNK point, or the per-bit
+majority of user codes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_int
+from ..embeddings.binary import DEFAULT_N_BITS, BinaryCodes, check_codes, hamming, simhash
+from ..embeddings.table import OOV_ID, EmbeddingTable
+from ..guarantee import Accountant, Guarantee
+from ..neighbors import BinaryIndex, get_binary_index, get_index
+from .base import Mechanism
+
+#: ``distribution()`` enumerates all 2^L noisy codes up to this length.
+MAX_ENUMERATED_BITS = 12
+
+
+def flip_probability(epsilon: float) -> float:
+    """Randomized-response flip probability ``1 / (1 + e^epsilon)``, computed as expit(-eps)."""
+    from scipy.special import expit
+
+    return float(expit(-epsilon))
+
+
+def sample_flips(rng: np.random.Generator, count: int, n_bits: int, epsilon: float) -> np.ndarray:
+    """Independent bit flips (bool, ``count`` x ``n_bits``), each with flip_probability."""
+    return rng.random((count, n_bits)) < flip_probability(epsilon)
+
+
+class BRR(Mechanism):
+    """BRR (Algorithms 2-3): ``epsilon * hamming``-private word replacement on binary codes.
+
+    Parameters
+    ----------
+    embeddings, epsilon, oov, random_state, accountant:
+        As for every :class:`~dxp_plugins.mechanisms.base.Mechanism`.
+    n_bits:
+        Code length of the SimHash binarization (default 256).
+    codes:
+        User codes instead: a (words x L) array of 0/1 (or a
+        :class:`~dxp_plugins.embeddings.binary.BinaryCodes`), one row per table word.
+    """
+
+    name = "brr"
+    metric = "hamming"
+
+    def __init__(
+        self,
+        embeddings: EmbeddingTable | str,
+        epsilon: float,
+        *,
+        n_bits: int | None = None,
+        codes: Any = None,
+        oov: str = "unk",
+        random_state: int | None = None,
+        accountant: Accountant | None = None,
+    ) -> None:
+        super().__init__(
+            embeddings, epsilon, oov=oov, random_state=random_state, accountant=accountant
+        )
+        if codes is None:
+            length = DEFAULT_N_BITS if n_bits is None else check_int(n_bits, "n_bits", minimum=1)
+            self.codes = BinaryCodes.simhash(self.embeddings, length)
+            self._unk_code = np.packbits(simhash(self.embeddings.unk_vector(), length), axis=1)[0]
+        else:
+            self.codes = codes if isinstance(codes, BinaryCodes) else BinaryCodes(codes)
+            if len(self.codes) != len(self.embeddings):
+                raise ValueError(
+                    f"codes has {len(self.codes)} rows but the vocabulary has "
+                    f"{len(self.embeddings)} words"
+                )
+            if n_bits is not None and check_int(n_bits, "n_bits") != self.codes.n_bits:
+                raise ValueError(f"n_bits={n_bits} but the codes have {self.codes.n_bits} bits")
+            self._unk_code = self.codes.majority()
+        self.n_bits = self.codes.n_bits
+
+    @classmethod
+    def from_codes(cls, words: Any, codes: Any, epsilon: float, **params: Any) -> BRR:
+        """BRR over a vocabulary given only as words and their 0/1 codes."""
+        bits = check_codes(codes)
+        table = EmbeddingTable(words, bits.astype(np.float32), name="binary-codes")
+        return cls(table, epsilon, codes=bits, **params)
+
+    @property
+    def binary_index(self) -> BinaryIndex:
+        """The (cached) faiss binary index over the codes."""
+        return get_binary_index(self.codes.packed, self.embeddings.cache, self.codes.fingerprint)
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the table fingerprint and the codes: what guarantees record."""
+        import hashlib
+
+        text = f"{self.embeddings.fingerprint}:{self.codes.fingerprint}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def guarantee(
+        self, tokens_privatized: int, tokens_passed_through: int = 0, oov_tokens: int = 0
+    ) -> Guarantee:
+        import dataclasses
+
+        record = super().guarantee(tokens_privatized, tokens_passed_through, oov_tokens)
+        return dataclasses.replace(record, embeddings=self.fingerprint)
+
+    def _input_codes(self, ids: np.ndarray) -> np.ndarray:
+        """Packed codes of input ids (``-1`` = the public UNK code)."""
+        packed = self.codes.packed[np.maximum(ids, 0)]
+        unknown = ids == OOV_ID
+        if unknown.any():
+            packed[unknown] = self._unk_code
+        return packed
+
+    def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        flips = np.packbits(sample_flips(rng, len(ids), self.n_bits, self.epsilon), axis=1)
+        noisy = np.bitwise_xor(self._input_codes(ids), flips)
+        return self.binary_index.search(noisy, rng)
+
+    def distribution(self, word: str | int) -> np.ndarray:
+        """Exact output law by enumerating all 2^L noisy codes (L <= 12 bits)."""
+        from scipy.special import expit
+
+        if self.n_bits > MAX_ENUMERATED_BITS:
+            raise NotImplementedError(
+                f"exact BRR laws enumerate 2^L codes; L={self.n_bits} > {MAX_ENUMERATED_BITS}"
+            )
+        row = self._input_id(word)
+        decode = self._decoding_table()
+        flips = hamming(_every_code(self.n_bits), self._input_codes(np.array([row]))).ravel()
+        p = float(expit(-self.epsilon))
+        weights = np.exp(flips * np.log(p) + (self.n_bits - flips) * np.log1p(-p))
+        law = weights @ decode
+        return law / law.sum()
+
+    def _decoding_table(self) -> np.ndarray:
+        """``T[z, y]``: probability that noisy code z decodes to word y (uniform ties)."""
+        key = ("brr-decoding", self.codes.fingerprint)
+        table = self.embeddings.cache.get(key)
+        if table is None:
+            if (2**self.n_bits) * len(self.codes) > 1 << 24:
+                raise NotImplementedError("the vocabulary is too large to enumerate exactly")
+            distances = hamming(_every_code(self.n_bits), self.codes.packed)
+            nearest = distances == distances.min(axis=1, keepdims=True)
+            table = nearest / nearest.sum(axis=1, keepdims=True)
+            self.embeddings.cache[key] = table
+        assert isinstance(table, np.ndarray)
+        return table
+
+    def storage(self) -> dict[str, float]:
+        """Bytes BRR needs (codes + binary index) against Madlib (vectors + float index)."""
+        import faiss
+
+        flat = get_index(self.embeddings, "exact")
+        madlib_index = int(faiss.serialize_index(flat._faiss).nbytes)
+        brr_codes = self.codes.nbytes
+        brr_index = self.binary_index.nbytes
+        madlib_vectors = int(self.embeddings.vectors.nbytes)
+        brr_total = brr_codes + brr_index
+        madlib_total = madlib_vectors + madlib_index
+        return {
+            "brr_codes": brr_codes,
+            "brr_index": brr_index,
+            "brr_total": brr_total,
+            "madlib_vectors": madlib_vectors,
+            "madlib_index": madlib_index,
+            "madlib_total": madlib_total,
+            "ratio": brr_total / madlib_total,
+            "saving": 1.0 - brr_total / madlib_total,
+        }
+
+    def _settings(self) -> dict[str, Any]:
+        settings = super()._settings()
+        settings["n_bits"] = self.n_bits
+        return settings
+
+
+def _every_code(n_bits: int) -> np.ndarray:
+    """All 2^n_bits codes, packed, in counting order."""
+    values = np.arange(2**n_bits)[:, None] >> np.arange(n_bits)[::-1]
+    return np.packbits((values & 1).astype(bool), axis=1)

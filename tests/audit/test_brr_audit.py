@@ -1,0 +1,187 @@
+"""BRR audit, PRIVACY.md layers T1 (flip law), T2 (exact output law by enumerating every
+8-bit code), T3 (black-box audit in Hamming distance) and T4 (mutants must FAIL).
+
+Fixtures: the full 8-bit codebook (decoding is the identity, so the bound is tight) and the
+128 even-weight codes (every noisy code of odd weight is at distance 1 from 8 codewords: ties
+on about half of all draws).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import expit
+
+import dxp_plugins as dxp
+from dxp_plugins.audit import epsilon_lower_bound, g_test, output_counts
+from dxp_plugins.embeddings.binary import hamming
+from dxp_plugins.mechanisms import brr as brr_module
+from tests.fixtures import all_codes, even_weight_codes, one_faiss_thread  # noqa: F401
+
+pytestmark = [pytest.mark.statistical, pytest.mark.usefixtures("one_faiss_thread")]
+
+EPSILONS = [0.5, 2.0]
+P_FAIL = 1e-6
+DRAWS = 100_000
+BITS = 8
+
+
+def codebook(kind: str, epsilon: float) -> dxp.BRR:
+    codes = all_codes(BITS) if kind == "full" else even_weight_codes(BITS)
+    return dxp.BRR.from_codes([f"c{i}" for i in range(len(codes))], codes, epsilon)
+
+
+def reference_law(codes: np.ndarray, row: int, epsilon: float, prefer_input: bool = False):
+    """Exact law by enumeration, written independently of the library."""
+    every = all_codes(BITS)
+    to_words = (every[:, None, :] != codes[None, :, :]).sum(axis=2)
+    nearest = to_words == to_words.min(axis=1, keepdims=True)
+    decode = nearest / nearest.sum(axis=1, keepdims=True)
+    if prefer_input:
+        decode[nearest[:, row]] = np.eye(len(codes))[row]
+    p = expit(-epsilon)
+    flips = (every != codes[row]).sum(axis=1)
+    return (p**flips * (1 - p) ** (BITS - flips)) @ decode
+
+
+# -- mutants ------------------------------------------------------------------------------
+def flip_with_two_epsilon(epsilon):
+    return float(expit(-2.0 * epsilon))
+
+
+def sample_ties_prefer_input(self, ids, rng):
+    """Peer bug: among equally near codes, return the input word when it is one of them."""
+    flips = np.packbits(brr_module.sample_flips(rng, len(ids), self.n_bits, self.epsilon), axis=1)
+    noisy = self.codes.packed[ids] ^ flips
+    distances = hamming(noisy, self.codes.packed)
+    nearest = distances == distances.min(axis=1, keepdims=True)
+    uniform = np.argmax(np.where(nearest, rng.random(nearest.shape), -1.0), axis=1)
+    return np.where(nearest[np.arange(len(ids)), ids], ids, uniform)
+
+
+# -- T1: the flip sampler ----------------------------------------------------------------------
+def flip_pvalues(epsilon: float, draws: int = 50_000, n_bits: int = 64) -> dict[str, float]:
+    flips = brr_module.sample_flips(np.random.default_rng(), draws, n_bits, epsilon)
+    p = 1.0 / (1.0 + np.exp(epsilon))
+    per_code = np.bincount(flips.sum(axis=1), minlength=n_bits + 1)
+    # Independence: the joint law of two fixed bits is the product of the marginals.
+    pair = np.bincount(2 * flips[:, 0] + flips[:, 1], minlength=4)
+    return {
+        "binomial": g_test(per_code, stats.binom(n_bits, p).pmf(np.arange(n_bits + 1))),
+        "pair": g_test(pair, [(1 - p) ** 2, (1 - p) * p, p * (1 - p), p**2]),
+    }
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_flip_law(epsilon):
+    pvalues = flip_pvalues(epsilon)
+    assert min(pvalues.values()) > P_FAIL, pvalues
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_flip_law_rejects_two_epsilon(monkeypatch, epsilon):
+    monkeypatch.setattr(brr_module, "flip_probability", flip_with_two_epsilon)
+    pvalues = flip_pvalues(epsilon)
+    assert pvalues["binomial"] < P_FAIL, pvalues
+
+
+def test_flip_probability_never_overflows():
+    assert brr_module.flip_probability(700.0) > 0.0
+    assert brr_module.flip_probability(1e-12) == pytest.approx(0.5)
+
+
+# -- T2: the exact law, every 8-bit code enumerated ---------------------------------------------
+@pytest.mark.parametrize("kind", ["full", "even"])
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_exact_output_law(kind, epsilon):
+    mech = codebook(kind, epsilon)
+    codes = mech.codes.bits()
+    # The UNK code is the per-bit majority (ties -> 0): here the all-zero code of row 0.
+    np.testing.assert_array_equal(mech._unk_code, mech.codes.packed[0])
+    for row in (0, 5, -1):
+        law = reference_law(codes, max(row, 0), epsilon)
+        np.testing.assert_allclose(mech.distribution(row), law, rtol=1e-9)
+        counts = np.bincount(mech.privatize_ids(np.full(DRAWS, row)), minlength=len(codes))
+        assert g_test(counts, law) > P_FAIL, (row, counts)
+
+
+def test_even_codebook_hits_ties():
+    """Path coverage: about half of all noisy codes tie between 8 codewords."""
+    mech = codebook("even", 0.5)
+    flips = brr_module.sample_flips(np.random.default_rng(), 20_000, BITS, 0.5)
+    noisy = np.packbits(mech.codes.bits_of(np.zeros(20_000, dtype=np.int64)) ^ flips, axis=1)
+    distances, _ = mech.binary_index.search_raw(noisy, 8)
+    tied = distances[:, 1] == distances[:, 0]
+    assert tied.mean() > 0.4
+    assert np.all(distances[tied, 7] == distances[tied, 0])  # all 8 neighbours tie
+
+
+def test_ties_are_uniform():
+    """A noisy code at distance 1 from 8 codewords decodes to each with probability 1/8."""
+    mech = codebook("even", 1.0)
+    query = np.packbits(np.r_[True, np.zeros(BITS - 1, dtype=bool)])[None, :]
+    rng = np.random.default_rng()
+    found = mech.binary_index.search(np.repeat(query, 80_000, axis=0), rng)
+    words = np.flatnonzero((mech.codes.bits() != np.unpackbits(query)[None, :BITS]).sum(1) == 1)
+    assert len(words) == BITS
+    counts = np.bincount(found, minlength=len(mech.codes))
+    assert counts[np.setdiff1d(np.arange(len(mech.codes)), words)].sum() == 0
+    assert g_test(counts[words], np.full(BITS, 1 / BITS)) > P_FAIL
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_exact_output_law_rejects_mutants(monkeypatch, epsilon):
+    mech = codebook("even", epsilon)
+    law = reference_law(mech.codes.bits(), 0, epsilon)
+    with monkeypatch.context() as patch:
+        patch.setattr(brr_module, "flip_probability", flip_with_two_epsilon)
+        counts = np.bincount(mech.privatize_ids(np.full(50_000, 0)), minlength=len(law))
+        assert g_test(counts, law) < P_FAIL
+    with monkeypatch.context() as patch:
+        patch.setattr(dxp.BRR, "_sample", sample_ties_prefer_input)
+        counts = np.bincount(mech.privatize_ids(np.full(50_000, 0)), minlength=len(law))
+        assert g_test(counts, law) < P_FAIL
+
+
+# -- T3: black-box audit in Hamming distance -----------------------------------------------------
+PAIRS = {"full": [(0, 1), (0, 3), (5, 10)], "even": [(0, 1), (0, 2), (5, 9)]}
+
+
+def audit_codebook(mech: dxp.BRR, kind: str, draws: int = DRAWS):
+    codes = mech.codes.bits()
+    pairs = PAIRS[kind]
+    inputs = sorted({row for pair in pairs for row in pair})
+    position = {row: index for index, row in enumerate(inputs)}
+    counts = output_counts(
+        lambda row, n: mech.privatize_ids(np.full(n, row)), inputs, draws, len(codes)
+    )
+    distances = [float((codes[a] != codes[b]).sum()) for a, b in pairs]
+    assert min(distances) >= 1
+    return epsilon_lower_bound(
+        counts, [(position[a], position[b]) for a, b in pairs], distances, mech.epsilon
+    )
+
+
+@pytest.mark.parametrize("kind", ["full", "even"])
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_black_box_audit_passes(kind, epsilon):
+    result = audit_codebook(codebook(kind, epsilon), kind)
+    assert result.passed, str(result)
+    assert result.epsilon_lower_bound > 0.6 * epsilon, str(result)  # nearly tight
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_black_box_audit_fails_on_two_epsilon_flips(monkeypatch, epsilon):
+    monkeypatch.setattr(brr_module, "flip_probability", flip_with_two_epsilon)
+    result = audit_codebook(codebook("full", epsilon), "full")
+    assert not result.passed, str(result)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_black_box_audit_fails_when_ties_prefer_the_input(monkeypatch, epsilon):
+    monkeypatch.setattr(dxp.BRR, "_sample", sample_ties_prefer_input)
+    # Exact loss of this mutant: 4.8x the claim at epsilon 0.5, 1.16x at 2 (more draws).
+    draws = DRAWS if epsilon < 1 else 300_000
+    result = audit_codebook(codebook("even", epsilon), "even", draws=draws)
+    assert not result.passed, str(result)

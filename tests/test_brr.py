@@ -1,0 +1,149 @@
+"""BRR, binary codes and the binary index: API, validation (PRIVACY.md 26), SimHash,
+neighbourhood overlap, storage, exact decoding and uniform ties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins.audit import g_test
+from dxp_plugins.embeddings.binary import (
+    BinaryCodes,
+    check_codes,
+    hamming,
+    neighbour_overlap,
+    projection,
+    simhash,
+)
+from dxp_plugins.errors import OOVError
+from dxp_plugins.neighbors import BinaryIndex
+from tests.fixtures import all_codes, one_faiss_thread  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("one_faiss_thread")
+
+
+def test_registry_defaults_and_guarantee(glove_5k):
+    mech = dxp.make_mechanism("brr", glove_5k, epsilon=1.0)
+    assert isinstance(mech, dxp.BRR) and mech.n_bits == 256 and mech.metric == "hamming"
+    out = mech.privatize(["the", "house", "qzxv-not-a-word"])
+    assert all(word in glove_5k for word in out)
+    record = mech.last_guarantee
+    assert record.metric == "hamming" and record.oov_tokens == 1
+    assert record.embeddings == mech.fingerprint != glove_5k.fingerprint
+    assert "Hamming distance" in record.statement
+    assert mech.fingerprint != dxp.BRR(glove_5k, epsilon=1.0, n_bits=64).fingerprint
+
+
+@pytest.mark.parametrize(
+    ("codes", "message"),
+    [
+        ([[0, 1, 2], [1, 0, 1]], "only 0 and 1"),
+        ([[0, 1, 1], [1, 0]], "equal length"),
+        ([0, 1, 1], "2-D"),
+        (np.zeros((0, 4)), "2-D"),
+        ([["0", "1"], ["1", "0"]], "0/1 values"),
+        ([[0.0, 0.5], [1.0, 0.0]], "only 0 and 1"),
+    ],
+)
+def test_code_validation(codes, message):
+    with pytest.raises(ValueError, match=message):
+        check_codes(codes)
+
+
+def test_user_codes(glove_5k):
+    rows = len(glove_5k)
+    bits = np.random.default_rng(0).random((rows, 24)) < 0.5
+    mech = dxp.BRR(glove_5k, epsilon=2.0, codes=bits.astype(np.int8))
+    assert mech.n_bits == 24
+    np.testing.assert_array_equal(mech.codes.bits(), bits)
+    with pytest.raises(ValueError, match="rows"):
+        dxp.BRR(glove_5k, epsilon=2.0, codes=bits[:10])
+    with pytest.raises(ValueError, match="n_bits"):
+        dxp.BRR(glove_5k, epsilon=2.0, codes=bits, n_bits=32)
+    with pytest.raises(ValueError):
+        dxp.BRR(glove_5k, epsilon=2.0, n_bits=0)
+    with pytest.raises(TypeError):
+        dxp.BRR(glove_5k, epsilon=2.0, n_bits=2.5)
+
+
+def test_from_codes_and_oov():
+    codes = all_codes(4)
+    mech = dxp.BRR.from_codes([f"c{i}" for i in range(16)], codes, epsilon=3.0)
+    assert mech.privatize(["c3"])[0].startswith("c")
+    with pytest.raises(OOVError):
+        dxp.BRR.from_codes([f"c{i}" for i in range(16)], codes, 3.0, oov="raise").privatize(["x"])
+
+
+def test_simhash_is_public_and_data_independent(glove_5k):
+    codes = BinaryCodes.simhash(glove_5k, 128)
+    assert BinaryCodes.simhash(glove_5k, 128) is codes  # cached on the table
+    # A word's code depends on its own vector only: the same rows from a smaller table.
+    small = glove_5k.most_frequent(300)
+    np.testing.assert_array_equal(
+        BinaryCodes.simhash(small, 128).packed, codes.packed[small.lookup(list(small.words))]
+    )
+    directions = projection(50, 128)
+    block = directions[:, :50]
+    np.testing.assert_allclose(block.T @ block, np.eye(50), atol=1e-12)  # orthonormal blocks
+    np.testing.assert_array_equal(simhash(glove_5k.vectors[:5], 128), codes.bits()[:5])
+
+
+def test_neighbour_overlap_grows_with_bits(glove_5k):
+    short = neighbour_overlap(glove_5k, BinaryCodes.simhash(glove_5k, 32), n_words=300)
+    long = neighbour_overlap(glove_5k, BinaryCodes.simhash(glove_5k, 256), n_words=300)
+    assert 0.0 <= short < long <= 1.0
+    assert long > 0.4
+    exact = BinaryCodes(simhash(glove_5k.vectors, 256))
+    assert neighbour_overlap(glove_5k, exact, n_words=50, metric="angular") > 0.4
+
+
+def test_storage_report(glove_5k):
+    report = dxp.BRR(glove_5k, epsilon=1.0).storage()
+    assert report["brr_codes"] == len(glove_5k) * 32
+    assert report["madlib_vectors"] == len(glove_5k) * 50 * 4
+    assert report["ratio"] == pytest.approx(0.16, abs=0.01) and report["saving"] > 0.8
+
+
+def test_distribution_needs_short_codes(glove_5k):
+    with pytest.raises(NotImplementedError):
+        dxp.BRR(glove_5k, epsilon=1.0, n_bits=64).distribution("the")
+
+
+def test_codes_whose_length_is_not_a_multiple_of_8():
+    """Padding bits are never flipped: the law matches exact enumeration at 10 bits."""
+    rng = np.random.default_rng(1)
+    codes = rng.random((40, 10)) < 0.5
+    mech = dxp.BRR.from_codes([f"c{i}" for i in range(40)], codes, epsilon=1.0)
+    counts = np.bincount(mech.privatize_ids(np.full(60_000, 7)), minlength=40)
+    assert g_test(counts, mech.distribution(7)) > 1e-6
+
+
+# -- the binary index ---------------------------------------------------------------------------
+def test_binary_index_is_exact():
+    rng = np.random.default_rng(2)
+    packed = np.packbits(rng.random((500, 64)) < 0.5, axis=1)
+    queries = np.packbits(rng.random((300, 64)) < 0.5, axis=1)
+    found = BinaryIndex(packed).search(queries, np.random.default_rng())
+    distances = hamming(queries, packed)
+    np.testing.assert_array_equal(distances[np.arange(300), found], distances.min(axis=1))
+
+
+def test_binary_index_ties_beyond_the_first_neighbours_are_uniform():
+    """16 codes at distance 1 from the query (more than TIE_K): range search, uniform pick."""
+    bits = np.eye(16, dtype=bool)
+    index = BinaryIndex(np.packbits(np.r_[bits, np.ones((1, 16), dtype=bool)], axis=1))
+    query = np.packbits(np.zeros((40_000, 16), dtype=bool), axis=1)
+    counts = np.bincount(index.search(query, np.random.default_rng()), minlength=17)
+    assert counts[16] == 0
+    assert g_test(counts[:16], np.full(16, 1 / 16)) > 1e-6
+
+
+def test_binary_index_validation():
+    with pytest.raises(ValueError):
+        BinaryIndex(np.zeros((0, 2), dtype=np.uint8))
+    index = BinaryIndex(np.zeros((3, 2), dtype=np.uint8))
+    with pytest.raises(ValueError, match="shape"):
+        index.search(np.zeros((1, 3), dtype=np.uint8), np.random.default_rng())
+    assert index.search(np.zeros((0, 2), dtype=np.uint8), np.random.default_rng()).size == 0
+    assert index.nbytes >= 6

@@ -1,0 +1,137 @@
+"""Privacy ratio (BRR §5, Appendix A) and the float64 metrics it and TEM rely on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist, pdist
+
+import dxp_plugins as dxp
+from dxp_plugins import calibration
+from dxp_plugins.distances import get_metric
+from dxp_plugins.embeddings.binary import BinaryCodes, hamming
+from tests.fixtures import one_faiss_thread  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("one_faiss_thread")
+
+
+@pytest.fixture(scope="module")
+def glove_2k(glove_5k) -> dxp.EmbeddingTable:
+    return glove_5k.most_frequent(2000)
+
+
+# -- metrics ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["euclidean", "manhattan", "chebyshev", "angular"])
+def test_metrics_match_scipy(glove_2k, name):
+    metric = get_metric(name)
+    vectors = glove_2k.vectors.astype(np.float64)
+    queries = np.r_[vectors[:5], glove_2k.unk_vector()[None, :]]
+    scipy_name = {"manhattan": "cityblock", "angular": "cosine"}.get(name, name)
+    expected = cdist(queries, vectors, scipy_name)
+    if name == "angular":
+        expected = np.arccos(np.clip(1.0 - expected, -1.0, 1.0))
+    np.testing.assert_allclose(metric.to_table(queries, glove_2k), expected, rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(
+        metric.exact_to_table(queries[0], glove_2k), expected[0], rtol=1e-7, atol=1e-7
+    )
+    np.testing.assert_allclose(
+        metric.pairs(queries, vectors[:6]), expected[np.arange(6), np.arange(6)], atol=1e-7
+    )
+    assert metric.to_table(vectors[:3], glove_2k)[np.arange(3), np.arange(3)].max() == 0.0
+
+
+# -- P_d ----------------------------------------------------------------------------------------
+def test_small_vocabulary_is_exact(glove_5k):
+    small = glove_5k.most_frequent(300)
+    summary = calibration.distance_summary(small)
+    exact = pdist(small.vectors.astype(np.float64))
+    assert summary.average_exact and summary.maximum_exact
+    assert summary.average == pytest.approx(exact.mean(), rel=1e-12)
+    assert summary.average_interval == (summary.average, summary.average)
+    assert summary.maximum == pytest.approx(exact.max(), rel=1e-12)
+    assert summary.pairs == len(exact) and summary.metric == "euclidean"
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
+def test_sampled_average_and_exact_maximum(glove_2k, metric):
+    summary = calibration.distance_summary(glove_2k, metric=metric, n_pairs=20_000, random_state=0)
+    scipy_name = "cityblock" if metric == "manhattan" else metric
+    exact = pdist(glove_2k.vectors.astype(np.float64), scipy_name)
+    low, high = summary.average_interval
+    assert not summary.average_exact and low < exact.mean() < high
+    assert summary.maximum_exact and summary.maximum == pytest.approx(exact.max(), rel=1e-12)
+
+
+def test_maximum_bracket_under_a_budget(glove_2k):
+    summary = calibration.distance_summary(glove_2k, n_pairs=1000, max_work=0, random_state=0)
+    true_max = pdist(glove_2k.vectors.astype(np.float64)).max()
+    assert summary.maximum <= true_max + 1e-12 <= summary.maximum_upper + 2e-12
+
+
+def test_hamming_space_uses_the_complement_trick():
+    rng = np.random.default_rng(3)
+    codes = BinaryCodes(rng.random((300, 20)) < 0.5)
+    summary = calibration.distance_summary(codes)
+    distances = hamming(codes.packed, codes.packed)
+    upper = distances[np.triu_indices(300, k=1)]
+    assert summary.metric == "hamming"
+    assert summary.average == pytest.approx(upper.mean())
+    assert summary.maximum == upper.max() and summary.maximum_exact
+
+
+def test_mechanisms_bring_their_metric(glove_2k):
+    tem = dxp.TEM(glove_2k, epsilon=1.0, metric="angular")
+    summary = calibration.distance_summary(tem, n_pairs=2000, max_work=0, random_state=0)
+    assert summary.metric == "angular" and summary.maximum_upper <= math.pi
+    with pytest.raises(ValueError, match="own metric"):
+        calibration.distance_summary(tem, metric="euclidean")
+    with pytest.raises(TypeError):
+        calibration.distance_summary([1, 2, 3])
+
+
+# -- the ratio and the equivalent epsilon ------------------------------------------------
+def test_privacy_ratio_madlib_vs_brr(glove_2k):
+    madlib = dxp.Madlib(glove_2k, epsilon=10.0)
+    brr = dxp.BRR(glove_2k, epsilon=1.0)
+    ratio = calibration.privacy_ratio(madlib, brr, n_pairs=20_000, random_state=1)
+    assert ratio.paired and ratio.a.metric == "euclidean" and ratio.b.metric == "hamming"
+    assert ratio.average == pytest.approx(ratio.a.average / ratio.b.average)
+    low, high = ratio.average_interval
+    assert low < ratio.average < high and high - low < 0.05 * ratio.average
+    # the exact average ratio lies in the interval
+    vectors = glove_2k.vectors.astype(np.float64)
+    exact_a = pdist(vectors).mean()
+    bits = brr.codes.bits()
+    exact_b = pdist(bits, "hamming").mean() * bits.shape[1]
+    assert low < exact_a / exact_b < high
+    assert ratio.maximum_interval[0] <= ratio.maximum <= ratio.maximum_interval[1]
+    assert ratio.equivalent_epsilon(10.0) == pytest.approx(10.0 * ratio.average)
+    assert calibration.equivalent_epsilon(10.0, ratio, statistic="maximum") == pytest.approx(
+        10.0 * ratio.maximum
+    )
+
+
+def test_unpaired_spaces(glove_5k, glove_2k):
+    ratio = calibration.privacy_ratio(
+        glove_5k.most_frequent(500), glove_2k, metric_b="manhattan", n_pairs=5000, random_state=2
+    )
+    assert not ratio.paired and ratio.b.metric == "manhattan" and 0 < ratio.average < 1
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error"),
+    [
+        ((10.0, 0.0), {}, ValueError),
+        ((10.0, math.inf), {}, ValueError),
+        ((10.0, "0.5"), {}, TypeError),
+        ((10.0, True), {}, TypeError),
+        ((10.0, 0.5), {"statistic": "median"}, ValueError),
+        ((-1.0, 0.5), {}, ValueError),
+    ],
+)
+def test_equivalent_epsilon_validation(args, kwargs, error):
+    with pytest.raises(error):
+        calibration.equivalent_epsilon(*args, **kwargs)
+    assert calibration.equivalent_epsilon(10.0, 0.25) == 2.5

@@ -1,0 +1,265 @@
+"""TEM: API, validation, gamma, caches (PRIVACY.md 6), OOV, exact ball boundary, precompute."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+import dxp_plugins as dxp
+from dxp_plugins import registry
+from dxp_plugins.audit import g_test
+from dxp_plugins.errors import OOVError, PrivacyWarning
+from dxp_plugins.mechanisms import tem as tem_module
+
+
+@pytest.fixture(scope="module")
+def plane() -> dxp.EmbeddingTable:
+    rng = np.random.default_rng(2)
+    return dxp.EmbeddingTable([f"w{i}" for i in range(30)], rng.normal(size=(30, 2)))
+
+
+def test_registry_and_lazy_export(glove_5k):
+    assert {"tem", "brr"} <= set(registry.names(registry.mechanisms))
+    mech = dxp.make_mechanism("tem", glove_5k, epsilon=2.0, beta=0.01)
+    assert isinstance(mech, dxp.TEM)
+    assert mech.metric == "euclidean" and mech.name == "tem"
+    assert "beta=0.01" in repr(mech) and "gamma" not in repr(mech)
+
+
+def test_gamma_from_theorem_4_2(glove_5k):
+    mech = dxp.TEM(glove_5k, epsilon=2.0)
+    expected = 2.0 / 2.0 * math.log((1 - 1e-3) * (len(glove_5k) - 1) / 1e-3)
+    assert mech.gamma == pytest.approx(expected, rel=1e-15)
+    assert mech.beta == tem_module.DEFAULT_BETA
+    assert dxp.TEM(glove_5k, epsilon=2.0, gamma=3.5).gamma == 3.5
+
+
+@pytest.mark.parametrize(
+    ("params", "error"),
+    [
+        ({"beta": 0.1, "gamma": 1.0}, ValueError),
+        ({"beta": 0.0}, ValueError),
+        ({"beta": 1.0}, ValueError),
+        ({"beta": True}, TypeError),
+        ({"beta": "0.1"}, TypeError),
+        ({"gamma": -1.0}, ValueError),
+        ({"gamma": math.nan}, ValueError),
+        ({"gamma": math.inf}, ValueError),
+        ({"gamma": True}, TypeError),
+        ({"metric": "cosine"}, ValueError),
+        ({"metric": 3}, TypeError),
+        ({"constant_work": "yes"}, TypeError),
+        ({"cache_mb": -1}, ValueError),
+        ({"cache_mb": None}, TypeError),
+        ({"epsilon": math.nan}, ValueError),
+        ({"epsilon": "1"}, TypeError),
+    ],
+)
+def test_validation(plane, params, error):
+    arguments = {"epsilon": 1.0, **params}
+    with pytest.raises(error):
+        dxp.TEM(plane, **arguments)
+
+
+def test_beta_too_large_for_the_vocabulary():
+    two = dxp.EmbeddingTable(["a", "b"], [[0.0, 0.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match="beta"):
+        dxp.TEM(two, epsilon=1.0, beta=0.6)  # (1 - beta)(|W| - 1) / beta < 1
+    one = dxp.EmbeddingTable(["a"], [[0.0, 0.0]])
+    with pytest.raises(ValueError, match="at least 2"):
+        dxp.TEM(one, epsilon=1.0)
+    assert dxp.TEM(one, epsilon=1.0, gamma=1.0).privatize(["a", "zzz"]) == ["a", "a"]
+
+
+def test_angular_rejects_zero_vectors():
+    table = dxp.EmbeddingTable(["a", "b", "c"], [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="zero"):
+        dxp.TEM(table, epsilon=1.0, metric="angular")
+
+
+def test_callable_metric_output_is_validated(plane):
+    with pytest.raises(ValueError, match="shape"):
+        dxp.TEM(plane, epsilon=1.0, metric=lambda x, y: np.zeros(3)).privatize(["w1"])
+    with pytest.raises(ValueError, match="negative"):
+        dxp.TEM(plane, epsilon=1.0, metric=lambda x, y: -cdist(x, y)).privatize(["w1"])
+    mech = dxp.TEM(plane, epsilon=1.0, metric=lambda x, y: cdist(x, y))
+    assert mech.metric.startswith("callable:")
+    assert mech.privatize(["w1"])[0] in plane
+
+
+def test_distribution_and_candidates(glove_5k):
+    mech = dxp.TEM(glove_5k, epsilon=5.0)
+    law = mech.distribution("house")
+    assert law.shape == (len(glove_5k),) and law.sum() == pytest.approx(1.0)
+    row = int(glove_5k.lookup(["house"])[0])
+    assert np.argmax(law) == row
+    ball = mech.candidates("house")
+    assert row in ball and 1 < len(ball) < len(glove_5k)
+    outside = np.setdiff1d(np.arange(len(glove_5k)), ball)
+    assert np.allclose(law[outside], law[outside][0])  # every outside word weighs exp(-eps g/2)
+    assert law[ball].min() >= law[outside][0]
+
+
+def test_ball_is_decided_in_direct_float64():
+    """Points with large norms: BLAS rounding would misplace d == gamma without re-checks."""
+    rng = np.random.default_rng(4)
+    points = rng.normal(size=(200, 8)) + 1000.0
+    table = dxp.EmbeddingTable([f"p{i}" for i in range(200)], points)
+    vectors = table.vectors.astype(np.float64)
+    for metric in ("euclidean", "angular"):
+        reference = tem_module.get_metric(metric)
+        for a, b in [(0, 1), (5, 17), (33, 99)]:
+            exact = float(reference.pairs(vectors[[a]], vectors[[b]])[0])
+            on = dxp.TEM(table, epsilon=1.0, gamma=exact, metric=metric)
+            assert b in on.candidates(a)
+            below = dxp.TEM(table, epsilon=1.0, gamma=np.nextafter(exact, 0.0), metric=metric)
+            assert b not in below.candidates(a)
+            direct = reference.exact_to_table(vectors[a], table)
+            np.testing.assert_array_equal(on.candidates(a), np.flatnonzero(direct <= exact))
+
+
+def test_identical_vectors_score_zero():
+    table = dxp.EmbeddingTable(["a", "b", "c"], [[1e3, 2e3], [1e3, 2e3], [0.0, 0.0]])
+    law = dxp.TEM(table, epsilon=1.0, gamma=1.0).distribution("a")
+    assert law[0] == law[1]
+
+
+def test_oov_policies(glove_5k):
+    token = "qzxv-not-a-word"
+    assert dxp.TEM(glove_5k, epsilon=1.0).privatize([token])[0] in glove_5k
+    with pytest.raises(OOVError):
+        dxp.TEM(glove_5k, epsilon=1.0, oov="raise").privatize([token])
+    with pytest.warns(PrivacyWarning):
+        mech = dxp.TEM(glove_5k, epsilon=1.0, oov="passthrough")
+    assert mech.privatize([token]) == [token]
+    assert mech.last_guarantee.oov_tokens == 1 and mech.last_guarantee.tokens_passed_through == 1
+
+
+def test_guarantee_records_the_metric(plane):
+    mech = dxp.TEM(plane, epsilon=2.0, metric="manhattan")
+    mech.privatize(["w1", "w2", "w3"])
+    record = mech.last_guarantee
+    assert record.metric == "manhattan" and record.mechanism == "tem"
+    assert record.spend == 6.0 and record.embeddings == plane.fingerprint
+    assert "manhattan distance" in record.statement
+
+
+def test_fresh_draw_per_occurrence(plane):
+    mech = dxp.TEM(plane, epsilon=0.5, gamma=1.0)
+    out = mech.privatize_ids(np.zeros(2000, dtype=np.int64))
+    assert len(np.unique(out)) > 5
+
+
+# -- caches: keyed by (fingerprint, metric, gamma, epsilon); never stale --------------------------
+def test_changing_epsilon_or_beta_never_reuses_a_stale_law(plane):
+    mech = dxp.TEM(plane, epsilon=0.5, beta=0.1)
+    mech.privatize_ids(np.zeros(10, dtype=np.int64))
+    first_keys = set(mech.cache.cached_keys())
+    mech.epsilon = 4.0
+    law = mech.distribution(0)
+    counts = np.bincount(mech.privatize_ids(np.zeros(50_000, dtype=np.int64)), minlength=30)
+    assert g_test(counts, law) > 1e-6
+    assert first_keys < set(mech.cache.cached_keys())
+    gammas = {key[0][2] for key in mech.cache.cached_keys()}
+    epsilons = {key[0][3] for key in mech.cache.cached_keys()}
+    assert epsilons == {0.5, 4.0} and len(gammas) == 2  # gamma follows epsilon (Thm 4.2)
+    mech.beta = 0.3
+    law = mech.distribution(0)
+    counts = np.bincount(mech.privatize_ids(np.zeros(50_000, dtype=np.int64)), minlength=30)
+    assert g_test(counts, law) > 1e-6
+    assert len({key[0][2] for key in mech.cache.cached_keys()}) == 3
+    fingerprints = {key[0][0] for key in mech.cache.cached_keys()}
+    assert fingerprints == {plane.fingerprint}
+
+
+def test_explicit_gamma_cache_still_keyed_by_epsilon(plane):
+    mech = dxp.TEM(plane, epsilon=0.5, gamma=1.0)
+    mech.privatize_ids(np.zeros(10, dtype=np.int64))
+    mech.epsilon = 3.0
+    law = mech.distribution(0)
+    counts = np.bincount(mech.privatize_ids(np.zeros(50_000, dtype=np.int64)), minlength=30)
+    assert g_test(counts, law) > 1e-6
+
+
+def test_cache_is_bounded(glove_5k):
+    mech = dxp.TEM(glove_5k, epsilon=1.0, cache_mb=0.1)  # each full-ball law is ~40 kB
+    mech.privatize_ids(np.arange(50))
+    assert 0 < len(mech.cache) <= 3 and mech.cache.nbytes <= 0.1 * 2**20
+    off = dxp.TEM(glove_5k, epsilon=1.0, cache_mb=0)
+    off.privatize_ids(np.arange(5))
+    assert len(off.cache) == 0
+
+
+def test_precompute_then_sample_from_cache(glove_5k, monkeypatch):
+    mech = dxp.TEM(glove_5k, epsilon=5.0)
+    assert mech.precompute(20, progress=False) == 20
+    assert mech.precompute(["the", "house", "qzxv-not-a-word"], progress=False) == 22
+    calls = []
+    monkeypatch.setattr(mech, "_laws", lambda *args: calls.append(args) or [])
+    out = mech.privatize(["the", "house", "qzxv-not-a-word", "the"])
+    assert not calls and all(word in glove_5k for word in out)
+
+
+def test_precompute_fills_the_cache_until_full(glove_5k):
+    mech = dxp.TEM(glove_5k, epsilon=1.0, cache_mb=0.5)
+    count = mech.precompute(progress=False)
+    assert 0 < count < len(glove_5k) and mech.cache.nbytes <= 0.5 * 2**20
+    with pytest.raises(TypeError):
+        mech.precompute("the")
+    with pytest.raises(ValueError, match="constant_work"):
+        dxp.TEM(glove_5k, epsilon=1.0, constant_work=True).precompute(5)
+
+
+def test_pickle_drops_the_cache(plane):
+    mech = dxp.TEM(plane, epsilon=1.0, gamma=1.0)
+    mech.privatize_ids(np.arange(30))
+    copy = pickle.loads(pickle.dumps(mech))
+    assert len(copy.cache) == 0 and len(mech.cache) == 30
+    assert copy.privatize(["w3"])[0] in plane
+
+
+def test_constant_work_matches_the_same_law(plane):
+    fast = dxp.TEM(plane, epsilon=1.0, gamma=0.8)
+    steady = dxp.TEM(plane, epsilon=1.0, gamma=0.8, constant_work=True)
+    np.testing.assert_array_equal(fast.distribution(4), steady.distribution(4))
+    counts = np.bincount(steady.privatize_ids(np.full(40_000, 4)), minlength=30)
+    assert g_test(counts, fast.distribution(4)) > 1e-6
+    assert len(steady.cache) == 0
+
+
+def test_large_ball_batch_on_real_embeddings(glove_5k):
+    """Small epsilon: balls hold the whole vocabulary; a batch with repeats stays exact."""
+    mech = dxp.TEM(glove_5k, epsilon=0.5)
+    assert len(mech.candidates("the")) == len(glove_5k)
+    words = ["the", "film", "the", "was", "a", "quiet", "triumph"] * 50
+    out = mech.privatize(words)
+    assert len(out) == len(words) and all(word in glove_5k for word in out)
+
+
+def test_uncached_laws_share_a_scratch_buffer_safely(plane):
+    """cache_mb=0: every law is built in the scratch buffer; interleaved words stay exact."""
+    mech = dxp.TEM(plane, epsilon=1.0, gamma=1.2, cache_mb=0)
+    ids = np.tile(np.array([3, 11, -1, 27]), 20_000)
+    out = mech.privatize_ids(ids)
+    assert len(mech.cache) == 0
+    for word in (3, 11, -1, 27):
+        counts = np.bincount(out[ids == word], minlength=30)
+        assert g_test(counts, mech.distribution(word)) > 1e-6
+
+
+def test_law_cache_keeps_the_most_frequent_words():
+    law = tem_module.WordLaw.build(
+        np.array([0.0, 1.0, 2.0]), np.array([True, True, False]), 1.5, 1.0
+    )
+    cache = tem_module.LawCache(3 * law.nbytes)
+    for rank in (5, 9, 7):
+        assert cache.put(("k", rank), law, rank)
+    assert not cache.admits(law.nbytes, 12) and not cache.put(("k", 12), law, 12)
+    assert cache.admits(law.nbytes, 2) and cache.put(("k", 2), law, 2)
+    assert sorted(key[1] for key in cache.cached_keys()) == [2, 5, 7]  # rank 9 evicted
+    assert cache.nbytes == 3 * law.nbytes
+    assert not tem_module.LawCache(law.nbytes - 1).put(("k", 0), law, 0)
