@@ -57,7 +57,7 @@ How this compares with the paper, and why it deviates:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="1,200 training reviews, 100k words")
-    parser.add_argument("--epsilons", default=None, help="comma-separated (default 1,2,5,10)")
+    parser.add_argument("--epsilons", default=None, help="comma-separated (default 1,2,3,5,10)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--train-docs", type=int, help="private training reviews (default 200)")
     parser.add_argument("--vocab-size", type=int, help="most frequent GloVe words (default 20k)")
@@ -73,7 +73,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     faiss.omp_set_num_threads(args.faiss_threads)
-    epsilons = [float(e) for e in (args.epsilons or "1,2,5,10").split(",")]
+    epsilons = [float(e) for e in (args.epsilons or "1,2,3,5,10").split(",")]
     if args.full and args.epsilons is None:
         epsilons = [0.5, 1.0, 2.0, 5.0, 10.0, 20.0]
     train_docs = args.train_docs if args.train_docs else (None if args.full else 200)
