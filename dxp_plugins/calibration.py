@@ -211,7 +211,11 @@ class PlausibleDeniability:
             "min_s_w_lower": int(self.s_w_low.min()),
             "min_s_w_word": self.words[worst_s],
             "share_n_w_above_half": float(np.mean(self.n_w > 0.5)),
-            "mean_h_inf": float(np.mean(np.minimum(self.h_inf, 1e300))),
+            # H_inf is infinite for words never kept (N_w = 0): averaged over the others.
+            "mean_h_inf": _finite_or_none(float(np.mean(self.h_inf[self.n_w > 0])))
+            if np.any(self.n_w > 0)
+            else None,
+            "words_never_kept": int(np.sum(self.n_w == 0)),
             "mean_h_0": float(self.h_0.mean()),
         }
 

@@ -110,6 +110,9 @@ def test_result_table_export_and_summary(glove_5k, tmp_path):
     summary = result.summary()
     assert summary["max_n_w"] == result.n_w.max() and summary["min_s_w"] == result.s_w.min()
     assert summary["max_n_w_word"] in result.words
+    kept = result.n_w > 0
+    assert summary["words_never_kept"] == int(np.sum(~kept))
+    assert summary["mean_h_inf"] == pytest.approx(float(np.mean(-np.log(result.n_w[kept]))))
     csv_text = result.to_csv(tmp_path / "t.csv")
     assert csv_text.splitlines()[0].startswith("mechanism,epsilon,method,word,n_w")
     assert json.loads(result.to_json(tmp_path / "t.json"))["summary"]["words"] == len(words)
