@@ -46,6 +46,7 @@ _SUBMODULES = (
     "mechanisms",
     "neighbors",
     "pipeline",
+    "plotting",
     "registry",
     "text",
     "topics",

@@ -2,6 +2,7 @@
 
     dxp privatize notes.txt --epsilon 10                 # one document per line
     dxp privatize data.jsonl --field text --epsilon 10   # JSON lines, one field privatized
+    dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 1000 --out DIR
     dxp embeddings list
 
 Errors are one line on stderr, without a traceback and without any input text.
@@ -97,13 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["exact", "hnsw"],
         help="nearest-neighbour search for embedding mechanisms (default: exact)",
     )
-    tem_brr = priv.add_argument_group("TEM and BRR (same as --param KEY=VALUE)")
-    tem_brr.add_argument(
-        "--metric", help="TEM: euclidean (default), manhattan, chebyshev or angular"
-    )
-    tem_brr.add_argument("--beta", type=float, help="TEM: Theorem 4.2's beta (default 0.001)")
-    tem_brr.add_argument("--gamma", type=float, help="TEM: explicit truncation radius")
-    tem_brr.add_argument("--n-bits", type=int, help="BRR: code length (default 256)")
+    _add_tem_brr_options(priv)
     priv.add_argument(
         "--param",
         action="append",
@@ -142,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     priv.set_defaults(handler=_privatize)
 
+    _add_calibrate(commands)
+
     emb = commands.add_parser("embeddings", help="embedding registry")
     emb_commands = emb.add_subparsers(dest="action", required=True, parser_class=_Parser)
     emb_commands.add_parser("list", help="list installed embedding loaders").set_defaults(
@@ -153,6 +150,16 @@ def build_parser() -> argparse.ArgumentParser:
         handler=lambda args: _list("mechanisms")
     )
     return parser
+
+
+def _add_tem_brr_options(parser: argparse.ArgumentParser) -> None:
+    tem_brr = parser.add_argument_group("TEM and BRR (same as --param KEY=VALUE)")
+    tem_brr.add_argument(
+        "--metric", help="TEM: euclidean (default), manhattan, chebyshev or angular"
+    )
+    tem_brr.add_argument("--beta", type=float, help="TEM: Theorem 4.2's beta (default 0.001)")
+    tem_brr.add_argument("--gamma", type=float, help="TEM: explicit truncation radius")
+    tem_brr.add_argument("--n-bits", type=int, help="BRR: code length (default 256)")
 
 
 def _list(kind: str) -> int:
@@ -314,6 +321,223 @@ def _write_report(target: str, guarantee: Any, documents: int) -> None:
             Path(target).write_text(text, encoding="utf-8")
         except OSError as error:
             raise CLIError(f"cannot write report {target}: {error.strerror}") from None
+
+
+# -- calibrate ------------------------------------------------------------------------------
+def _epsilon_list(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}"
+        ) from None
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one epsilon")
+    return values
+
+
+def _add_calibrate(commands: Any) -> None:
+    cal = commands.add_parser(
+        "calibrate",
+        help="plausible-deniability statistics (N_w, S_w) to choose epsilon",
+        description=(
+            "For a sample of vocabulary words and each epsilon, estimate N_w = Pr[M(w) = w] "
+            "and S_w (the smallest output set holding 1 - eta of the mass), exactly where the "
+            "mechanism has a closed form and by Monte Carlo otherwise. Writes calibration.csv "
+            "(per word), summary.csv, summary.json and figures to --out. With --max-n-w / "
+            "--min-s-w it also reports the largest epsilon meeting that target "
+            "(Feyisetan et al. 2020, Section 4.1). Reads public vocabulary words only."
+        ),
+    )
+    cal.add_argument("-m", "--mechanism", default="madlib", help="registry name (default: madlib)")
+    cal.add_argument(
+        "--epsilons",
+        type=_epsilon_list,
+        required=True,
+        metavar="E1,E2,...",
+        help="epsilon values to evaluate, e.g. 5,10,20,40",
+    )
+    cal.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
+    cal.add_argument("--words", type=int, default=1000, help="words sampled (default: 1000)")
+    cal.add_argument(
+        "--word-pool", type=int, help="sample among the N most frequent words (default: all)"
+    )
+    cal.add_argument("--word-seed", type=int, default=0, help="seed of the public word sample")
+    cal.add_argument(
+        "--samples", type=int, default=1000, help="Monte Carlo draws per word (default: 1000)"
+    )
+    cal.add_argument(
+        "--eta", type=float, default=0.05, help="S_w holds 1 - eta of the mass (default: 0.05)"
+    )
+    cal.add_argument(
+        "--method",
+        choices=["auto", "exact", "monte_carlo"],
+        default="auto",
+        help="exact output law where available (auto, default) or Monte Carlo",
+    )
+    cal.add_argument("--max-n-w", type=float, help="target: worst-case N_w at most this")
+    cal.add_argument("--min-s-w", type=float, help="target: worst-case S_w at least this")
+    cal.add_argument(
+        "--refine", type=int, default=0, help="bisection steps above the best epsilon listed"
+    )
+    cal.add_argument(
+        "--embeddings", default="glove-6b-50d", help="registry name (default: glove-6b-50d)"
+    )
+    cal.add_argument(
+        "--embeddings-param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra loader argument, e.g. path=vectors.txt",
+    )
+    cal.add_argument("--vocab-size", type=int, help="keep the N most frequent words")
+    cal.add_argument(
+        "--index",
+        choices=["exact", "hnsw"],
+        help="nearest-neighbour search for embedding mechanisms (default: exact)",
+    )
+    _add_tem_brr_options(cal)
+    cal.add_argument(
+        "--param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra mechanism parameter (JSON value), e.g. beta=0.001",
+    )
+    cal.add_argument("--seed", type=int, help="seeded mechanism noise (reproducible runs)")
+    cal.add_argument(
+        "--figures",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write PNG figures (needs matplotlib; default: on)",
+    )
+    cal.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+    cal.set_defaults(handler=_calibrate, oov="unk", epsilon=None)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from . import calibration
+
+    for name, value, minimum in (("--words", args.words, 1), ("--samples", args.samples, 1)):
+        if value < minimum:
+            raise CLIError(f"{name} must be >= {minimum}")
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CLIError(f"cannot create {args.out}: {error.strerror}") from None
+
+    def build(epsilon: float) -> Any:
+        # The door settings share one loaded table between the mechanisms of every epsilon.
+        return _build_mechanism(argparse.Namespace(**{**vars(args), "epsilon": epsilon}))
+
+    table = build(args.epsilons[0]).embeddings
+    words = calibration.sample_words(
+        table, args.words, pool=args.word_pool, random_state=args.word_seed
+    )
+
+    options: dict[str, Any] = {
+        "n_samples": args.samples,
+        "eta": args.eta,
+        "method": args.method,
+        "random_state": args.word_seed,
+        "progress": _no_progress(args),
+    }
+    choice = None
+    if args.max_n_w is not None or args.min_s_w is not None:
+        choice = calibration.choose_epsilon(
+            build,
+            words,
+            max_n_w=args.max_n_w,
+            min_s_w=args.min_s_w,
+            epsilons=args.epsilons,
+            refine=args.refine,
+            stop_at_failure=False,
+            **options,
+        )
+        results = list(choice.evaluations)
+    else:
+        results = [
+            calibration.plausible_deniability(build(epsilon), words, **options)
+            for epsilon in sorted(set(args.epsilons))
+        ]
+    summaries = [result.summary() for result in results]
+    if results[0].metric == "euclidean":
+        median_nn = float(np.median(calibration.neighbor_distances(table, words)))
+        for row in summaries:
+            row["epsilon_x_median_nn"] = row["epsilon"] * median_nn
+    if choice is not None:
+        verdicts = {row["epsilon"]: row["meets_target"] for row in choice.table()}
+        for row in summaries:
+            row["meets_target"] = verdicts[row["epsilon"]]
+    calibration.write_csv(
+        [r for result in results for r in result.to_records()], out / "calibration.csv"
+    )
+    calibration.write_csv(summaries, out / "summary.csv")
+    report: dict[str, Any] = {
+        "mechanism": args.mechanism,
+        "embeddings": {
+            "name": args.embeddings,
+            "vocab_size": len(table),
+            "fingerprint": table.fingerprint,
+        },
+        "settings": {k: v for k, v in results[0].settings.items() if k != "epsilon"},
+        "words": len(words),
+        "word_pool": args.word_pool,
+        "word_seed": args.word_seed,
+        "summaries": summaries,
+    }
+    if choice is not None:
+        report["choice"] = {
+            "epsilon": choice.epsilon,
+            "bracket": list(choice.bracket),
+            "max_n_w": choice.max_n_w,
+            "min_s_w": choice.min_s_w,
+            "monotone": choice.monotone,
+            "caveat": choice.caveat,
+        }
+    (out / "summary.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    written = ["calibration.csv", "summary.csv", "summary.json"]
+    if args.figures:
+        written += _calibration_figures(results, set(args.epsilons), out)
+    _print_summary(summaries)
+    if choice is not None:
+        print(f"{choice}  ({choice.caveat})")
+    print(f"wrote {', '.join(written)} to {out}")
+    return 0
+
+
+def _calibration_figures(results: list[Any], listed: set[float], out: Path) -> list[str]:
+    try:
+        from . import plotting
+
+        shown = [result for result in results if result.epsilon in listed]
+        plotting.deniability_histograms(shown, out / "nw_sw_histograms.png")
+        label = f"{results[0].mechanism} ({results[0].vocab_size} words)"
+        plotting.deniability_curves({label: results}, out / "nw_sw_curves.png")
+    except ImportError as error:
+        warnings.warn(f"no figures: {error}", stacklevel=1)
+        return []
+    return ["nw_sw_histograms.png", "nw_sw_curves.png"]
+
+
+def _print_summary(summaries: list[dict[str, Any]]) -> None:
+    header = f"{'epsilon':>9} {'mean N_w':>9} {'max N_w':>8} {'mean S_w':>9} {'min S_w':>8}"
+    print(header)
+    for row in summaries:
+        print(
+            f"{row['epsilon']:>9.4g} {row['mean_n_w']:>9.3f} {row['max_n_w']:>8.3f} "
+            f"{row['mean_s_w']:>9.1f} {row['min_s_w']:>8d}"
+        )
 
 
 def _one_line_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:

@@ -1,0 +1,384 @@
+"""Plausible deniability and choosing epsilon (issue 6): statistics, search, CLI, figures."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins.calibration import (
+    _sampled_support,
+    choose_epsilon,
+    neighbor_distances,
+    plausible_deniability,
+    sample_words,
+    support_size,
+)
+from dxp_plugins.cli import main
+from tests.fixtures import one_faiss_thread  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("one_faiss_thread")
+
+HALF_GAP = 1.0  # two words at distance 2 in the plane: each Voronoi cell starts 1 away
+
+
+def two_words() -> dxp.EmbeddingTable:
+    return dxp.EmbeddingTable(["a", "b"], np.array([[0.0, 0.0], [2 * HALF_GAP, 0.0]]))
+
+
+def madlib_two_words_n_w(epsilon: float) -> float:
+    """Exact N_w of Madlib in 2-D with two words: Pr[Z_x < c], c = half their distance.
+
+    Z = r (cos t, sin t), r ~ Gamma(2, 1/epsilon), t uniform, so
+    Pr[Z_x >= c] = (1/pi) int_0^{pi/2} Pr[r >= c / cos t] dt, Pr[r >= s] = (1 + eps s) e^(-eps s).
+    """
+    from scipy.integrate import quad
+
+    x = epsilon * HALF_GAP
+
+    def survival(t: float) -> float:
+        s = x / math.cos(t)
+        return (1.0 + s) * math.exp(-s)
+
+    return 1.0 - quad(survival, 0.0, math.pi / 2)[0] / math.pi
+
+
+# -- per-word statistics ----------------------------------------------------------------------
+def test_support_size_counts_the_fewest_outputs_holding_the_mass():
+    p = np.array([0.5, 0.05, 0.3, 0.15, 0.0])
+    assert support_size(p, 0.0) == 4  # full support: positive mass only
+    assert support_size(p, 0.05) == 3  # 0.5 + 0.3 + 0.15 = 0.95
+    assert support_size(p, 0.2) == 2
+    assert support_size(p, 0.5) == 1
+    assert support_size(np.full(1000, 1e-3), 0.05) == 950  # float sums reach the target
+
+
+def test_sampled_support_matches_a_direct_count():
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, 40, (30, 300))
+    draws[:5] = rng.integers(0, 3, (5, 300))
+    for eta in (0.0, 0.05, 0.3):
+        support, distinct = _sampled_support(draws, eta)
+        for row in range(len(draws)):
+            values, counts = np.unique(draws[row], return_counts=True)
+            assert distinct[row] == len(values)
+            assert support[row] == support_size(counts / counts.sum(), eta)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("epsilon", [0.7, 3.0])
+def test_monte_carlo_n_w_covers_the_exact_madlib_value(epsilon):
+    mech = dxp.Madlib(two_words(), epsilon, random_state=11)
+    result = plausible_deniability(mech, ["a", "b"], 20_000, confidence=0.999, n_bootstrap=0)
+    exact = madlib_two_words_n_w(epsilon)
+    assert result.method == "monte_carlo" and result.n_samples == 20_000
+    assert np.all(result.n_w_low <= exact) and np.all(exact <= result.n_w_high)
+    assert np.all(result.n_w_high - result.n_w_low < 0.03)
+
+
+def test_n_w_grows_and_s_w_shrinks_with_epsilon(glove_5k):
+    words = sample_words(glove_5k, 40, random_state=3)
+    results = [
+        plausible_deniability(dxp.Madlib(glove_5k, epsilon, random_state=5), words, 300)
+        for epsilon in (4.0, 10.0, 25.0)
+    ]
+    means_n = [result.n_w.mean() for result in results]
+    means_s = [result.s_w.mean() for result in results]
+    assert means_n[0] < means_n[1] < means_n[2]
+    assert means_s[0] > means_s[1] > means_s[2]
+    # Word by word, from the noisiest to the least noisy setting.
+    assert np.mean(results[2].n_w >= results[0].n_w) > 0.95
+    assert np.mean(results[2].s_w <= results[0].s_w) > 0.95
+
+
+def test_result_table_export_and_summary(glove_5k, tmp_path):
+    words = ["music", "hockey", "city"]
+    mech = dxp.Madlib(glove_5k, 8.0, random_state=1)
+    result = plausible_deniability(mech, words, 200, n_bootstrap=20, random_state=0)
+    records = result.to_records()
+    assert [r["word"] for r in records] == list(result.words)
+    assert {"n_w", "n_w_low", "n_w_high", "s_w", "s_w_low", "s_w_high", "h_inf", "h_0"} <= set(
+        records[0]
+    )
+    assert np.all(result.s_w_low <= result.s_w) and np.all(result.s_w <= result.s_w_high)
+    assert np.all(result.s_w <= result.distinct)
+    np.testing.assert_allclose(np.exp(-result.h_inf[result.n_w > 0]), result.n_w[result.n_w > 0])
+    summary = result.summary()
+    assert summary["max_n_w"] == result.n_w.max() and summary["min_s_w"] == result.s_w.min()
+    assert summary["max_n_w_word"] in result.words
+    kept = result.n_w > 0
+    assert summary["words_never_kept"] == int(np.sum(~kept))
+    assert summary["mean_h_inf"] == pytest.approx(float(np.mean(-np.log(result.n_w[kept]))))
+    csv_text = result.to_csv(tmp_path / "t.csv")
+    assert csv_text.splitlines()[0].startswith("mechanism,epsilon,method,word,n_w")
+    assert json.loads(result.to_json(tmp_path / "t.json"))["summary"]["words"] == len(words)
+    counts, edges = result.histogram("n_w", bins=5)
+    assert counts.sum() == len(words) and len(edges) == 6
+
+
+def test_calibration_draws_are_charged_to_the_mechanism_accountant(glove_5k):
+    accountant = dxp.Accountant()
+    mech = dxp.Madlib(glove_5k, 10.0, accountant=accountant, random_state=0)
+    plausible_deniability(mech, [0, 1, 2], 50, n_bootstrap=0)
+    assert accountant.tokens_privatized == 150  # documented: use a calibration mechanism
+    capped = dxp.Madlib(glove_5k, 10.0, accountant=dxp.Accountant(cap=1.0), random_state=0)
+    with pytest.raises(dxp.BudgetExceededError):
+        plausible_deniability(capped, [0], 50)
+
+
+def test_bad_input_is_rejected(glove_5k):
+    mech = dxp.Madlib(glove_5k, 10.0, random_state=0)
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        plausible_deniability(mech, ["hockey", "qqzxqqzxnotaword"], 10)
+    with pytest.raises(TypeError):
+        plausible_deniability(mech, "hockey", 10)
+    with pytest.raises(ValueError, match="eta"):
+        plausible_deniability(mech, ["hockey"], 10, eta=1.0)
+    with pytest.raises(ValueError):
+        plausible_deniability(mech, [len(glove_5k)], 10)
+    with pytest.raises(NotImplementedError):  # Madlib has no closed form
+        plausible_deniability(mech, ["hockey"], 10, method="exact")
+    with pytest.raises(ValueError, match="target"):
+        choose_epsilon("madlib", ["hockey"], embeddings=glove_5k, max_n_w=None, min_s_w=None)
+
+
+# -- choosing epsilon --------------------------------------------------------------------------
+@pytest.mark.statistical
+def test_choose_epsilon_finds_the_known_madlib_answer():
+    """Two words in the plane: N_w(epsilon) is an integral, so epsilon* is known exactly."""
+    from scipy.optimize import brentq
+
+    table = two_words()
+    target = 0.8
+    exact = brentq(lambda e: madlib_two_words_n_w(e) - target, 1e-3, 100.0)
+    choice = choose_epsilon(
+        lambda epsilon: dxp.Madlib(table, epsilon, random_state=7),
+        ["a", "b"],
+        max_n_w=target,
+        min_s_w=None,
+        n_samples=20_000,
+        refine=6,
+        confidence=0.999,
+    )
+    assert choice.method == "monte_carlo" and choice.monotone
+    assert choice.epsilon is not None
+    # Conservative (upper confidence bound of N_w): at or below epsilon*, and close to it.
+    assert 0.85 * exact <= choice.epsilon <= exact
+    assert madlib_two_words_n_w(choice.epsilon) <= target
+    low, high = choice.bracket
+    assert low == choice.epsilon and high is not None and high / low < 1.05
+    assert "sampled words only" in choice.caveat and "Monte Carlo" in choice.caveat
+    rows = choice.table()
+    assert [row["epsilon"] for row in rows] == sorted(row["epsilon"] for row in rows)
+    assert all(row["meets_target"] == (row["epsilon"] <= choice.epsilon) for row in rows)
+
+
+def test_choose_epsilon_by_registry_name_uses_fresh_accountants(glove_5k):
+    words = sample_words(glove_5k, 10, random_state=0)
+    choice = choose_epsilon(
+        "madlib",
+        words,
+        embeddings=glove_5k,
+        params={"random_state": 3},
+        max_n_w=0.9,
+        min_s_w=None,
+        epsilons=[1.0, 1000.0 / 4],
+        refine=0,
+        n_samples=50,
+        n_bootstrap=0,
+    )
+    assert choice.epsilon == 1.0 and choice.bracket == (1.0, 250.0)
+    none = choose_epsilon(
+        "madlib",
+        words,
+        embeddings=glove_5k,
+        params={"random_state": 3},
+        max_n_w=0.0,
+        min_s_w=None,
+        epsilons=[200.0],
+        n_samples=50,
+        n_bootstrap=0,
+    )
+    assert none.epsilon is None and "no epsilon" in str(none)
+
+
+# -- the scale of epsilon and sampling words -------------------------------------------------
+def test_neighbor_distances_are_exact(glove_5k):
+    words = sample_words(glove_5k, 25, random_state=1)
+    ids = glove_5k.lookup(words)
+    vectors = glove_5k.vectors.astype(np.float64)
+    expected = []
+    for row in ids:
+        d = np.linalg.norm(vectors - vectors[row], axis=1)
+        d[row] = np.inf
+        expected.append(d.min())
+    np.testing.assert_allclose(neighbor_distances(glove_5k, words), expected, rtol=1e-6)
+
+
+def test_sample_words_is_public_uniform_and_reproducible(glove_5k):
+    first = sample_words(glove_5k, 50, pool=1000, random_state=4)
+    assert first == sample_words(glove_5k, 50, pool=1000, random_state=4)
+    assert len(set(first)) == 50
+    assert set(first) <= set(glove_5k.most_frequent(1000).words)
+    assert len(sample_words(glove_5k, 10**6)) == len(glove_5k)
+
+
+# -- CLI and figures -------------------------------------------------------------------------
+def test_cli_calibrate_writes_tables_and_figures(tmp_path, capsys):
+    out = tmp_path / "calibration"
+    code = main(
+        [
+            "calibrate",
+            "--epsilons",
+            "5,40",
+            "--words",
+            "15",
+            "--samples",
+            "100",
+            "--vocab-size",
+            "3000",
+            "--seed",
+            "1",
+            "--max-n-w",
+            "0.5",
+            "--out",
+            str(out),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    for name in ("calibration.csv", "summary.csv", "summary.json"):
+        assert (out / name).stat().st_size > 0
+    for name in ("nw_sw_histograms.png", "nw_sw_curves.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = json.loads((out / "summary.json").read_text())
+    assert [row["epsilon"] for row in report["summaries"]] == [5.0, 40.0]
+    assert report["summaries"][1]["meets_target"] is False
+    assert report["choice"]["bracket"][1] == 40.0
+    assert len((out / "calibration.csv").read_text().splitlines()) == 1 + 2 * 15
+    assert "epsilon_x_median_nn" in report["summaries"][0]
+    assert "mean N_w" in captured.out
+
+
+def test_cli_calibrate_errors_are_one_line(tmp_path, capsys):
+    code = main(["calibrate", "--epsilons", "5", "--words", "0", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "--words" in err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["calibrate", "--epsilons", "five", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_privacy_utility_figure(tmp_path):
+    from dxp_plugins import plotting
+
+    path = tmp_path / "pu.png"
+    plotting.privacy_utility(
+        {"madlib": [(1, 0.5, 0.45, 0.55), (5, 0.7, 0.65, 0.75)], "tem": [(1, 0.6, 0.55, 0.65)]},
+        path,
+        baseline=0.8,
+    )
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+# -- exact laws: TEM and BRR (closed forms) ---------------------------------------------------
+def simplex(k: int, distance: float) -> dxp.EmbeddingTable:
+    """k words at pairwise Euclidean distance ``distance`` (scaled basis vectors of R^k)."""
+    points = np.eye(k) * distance / math.sqrt(2.0)
+    return dxp.EmbeddingTable([f"s{i}" for i in range(k)], points)
+
+
+@pytest.mark.statistical
+def test_exact_and_monte_carlo_agree_on_tem(glove_5k):
+    table = glove_5k.most_frequent(400)
+    words = sample_words(table, 12, random_state=2)
+    mech = dxp.TEM(table, 3.0, random_state=4)
+    exact = plausible_deniability(mech, words)
+    assert exact.method == "exact" and exact.n_samples is None
+    assert np.array_equal(exact.n_w_low, exact.n_w) and 0.05 < exact.n_w.mean() < 0.95
+    sampled = plausible_deniability(
+        mech, words, 5000, method="monte_carlo", confidence=0.999, random_state=0
+    )
+    assert sampled.method == "monte_carlo"
+    assert np.all(sampled.n_w_low <= exact.n_w) and np.all(exact.n_w <= sampled.n_w_high)
+    # The plug-in S_w is biased low (documented): the tail of the law is under-sampled.
+    assert np.all(sampled.s_w <= exact.s_w) and np.all(sampled.s_w >= 0.5 * exact.s_w)
+    assert np.all(sampled.s_w_low <= exact.s_w)
+
+
+@pytest.mark.statistical
+def test_exact_and_monte_carlo_agree_on_brr_with_ties():
+    """8-bit even-weight codes: an odd-weight noisy code ties between 8 words (uniformly)."""
+    from tests.fixtures import even_weight_codes
+
+    codes = even_weight_codes(8)
+    words = [f"c{i}" for i in range(len(codes))]
+    mech = dxp.BRR.from_codes(words, codes, 1.5, random_state=9)
+    p = 1.0 / (1.0 + math.exp(1.5))
+    exact = plausible_deniability(mech, words[:16])
+    assert exact.method == "exact"
+    # Kept when nothing flips, or one bit flips and the 8-way tie picks w back.
+    np.testing.assert_allclose(exact.n_w, (1 - p) ** 8 + p * (1 - p) ** 7, rtol=1e-9)
+    sampled = plausible_deniability(
+        mech, words[:16], 5000, method="monte_carlo", confidence=0.999, n_bootstrap=0
+    )
+    assert np.all(sampled.n_w_low <= exact.n_w) and np.all(exact.n_w <= sampled.n_w_high)
+
+
+def test_brr_without_closed_form_uses_monte_carlo(glove_5k):
+    mech = dxp.BRR(glove_5k, 0.5, n_bits=64, random_state=0)
+    result = plausible_deniability(mech, [0, 1, 2], 100, n_bootstrap=0)
+    assert result.method == "monte_carlo" and result.metric == "hamming"
+
+
+def test_tem_n_w_grows_and_s_w_shrinks_with_epsilon_word_by_word(glove_5k):
+    table = glove_5k.most_frequent(2000)
+    words = sample_words(table, 30, random_state=6)
+    results = [plausible_deniability(dxp.TEM(table, e), words) for e in (0.5, 2.0, 5.0, 12.0)]
+    for low, high in itertools.pairwise(results):
+        assert np.all(high.n_w >= low.n_w - 1e-12)
+        assert np.all(high.s_w <= low.s_w)
+    assert results[0].n_w.max() < 0.01 < 0.5 < results[-1].n_w.min()
+
+
+def test_choose_epsilon_exact_on_tem_meets_the_closed_form():
+    """k equidistant words: N_w = 1 / (1 + (k-1) exp(-epsilon D / 2)) while D <= gamma, so
+    max N_w <= 1/2 holds exactly up to epsilon* = 2 ln(k - 1) / D."""
+    k = 20
+    table = simplex(k, 3.0)
+    rows = table.vectors.astype(np.float64)
+    distance = float(np.linalg.norm(rows[0] - rows[1]))  # 3 up to float32 storage
+    assert np.allclose(
+        np.linalg.norm(rows[:, None] - rows[None], axis=2) + np.eye(k) * distance, distance
+    )
+    expected = 2.0 * math.log(k - 1) / distance
+    choice = choose_epsilon(
+        "tem",
+        table.words,
+        embeddings=table,
+        max_n_w=0.5,
+        min_s_w=None,
+        epsilons=[0.5, 1.0, 2.0, 4.0],
+        refine=25,
+    )
+    assert choice.method == "exact" and choice.monotone
+    assert choice.epsilon is not None and choice.epsilon <= expected
+    assert choice.epsilon == pytest.approx(expected, rel=1e-6)
+    law = dxp.TEM(table, choice.epsilon).distribution(0)
+    assert law[0] <= 0.5 and law[0] == pytest.approx(0.5, abs=1e-6)
+    assert "Monte Carlo" not in choice.caveat
+
+
+def test_cli_calibrate_uses_the_exact_law_for_tem(tmp_path, capsys):
+    out = tmp_path / "tem"
+    args = ["calibrate", "--mechanism", "tem", "--epsilons", "1,4", "--words", "5"]
+    code = main([*args, "--vocab-size", "1000", "--no-figures", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads((out / "summary.json").read_text())
+    assert {row["method"] for row in report["summaries"]} == {"exact"}
+    assert not (out / "nw_sw_curves.png").exists()
