@@ -207,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[peers] converting {vocab:,} vectors into {folder} ...", file=sys.stderr)
         paths = convert.prepare_vectors(folder, table.words, table.vectors)
         home = convert.diffractor_home(cache / f"home-{vocab}", paths["word2vec"])
-        prepared[vocab] = (paths, {**os.environ, "NLTK_DATA": str(nltk_root), "HOME": str(home)})
+        # HOME is faked for dp-diffractor; DXP_CACHE keeps ours on the real cache folder
+        # (converted GloVe copy, stored HNSW graph), as for any returning user.
+        env = {**os.environ, "NLTK_DATA": str(nltk_root), "HOME": str(home)}
+        env["DXP_CACHE"] = str(cache_dir())
+        prepared[vocab] = (paths, env)
         if vocab in args.vocab:
             ids = table.lookup(words)
             for row in law.compare(table.vectors, ids[ids >= 0], args.law_epsilons, law.BETA):
