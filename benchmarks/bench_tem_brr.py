@@ -15,7 +15,7 @@ ratios to Madlib exact measured in that same run (the machine is shared and nois
   several-fold within minutes)
 * TEM (epsilon 1, 2, 5; beta 1e-3): *cold* = the first call on a fresh mechanism (no cached
   laws; best of 3 fresh mechanisms), *warm* = the same tokens again, best of 3 (the laws
-  of the most frequent words that fit the default 128 MiB cache are reused; also with a
+  of the most frequent words that fit the default 64 MiB cache are reused; also with a
   1 GiB cache at epsilon 2);
   ``constant_work=True`` on a shorter sample;
 * BRR (epsilon 1, 256-bit SimHash codes): best of 3, codes and index built beforehand;

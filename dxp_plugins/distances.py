@@ -330,9 +330,11 @@ def _output(out: np.ndarray | None, rows: int, columns: int) -> np.ndarray:
 
 
 def _augment(table: EmbeddingTable, start: int, stop: int) -> np.ndarray:
-    rows = float64_rows(table, start, stop)
+    # Straight from the float32 rows (the cast and the factor -2 are exact), so Euclidean
+    # never needs the float64 copy of the table beside its augmented one.
+    rows = table.vectors[start:stop]
     out = np.empty((len(rows), table.dim + 2), dtype=np.float64)
-    np.multiply(rows, -2.0, out=out[:, : table.dim])
+    np.multiply(rows, -2.0, out=out[:, : table.dim], dtype=np.float64)
     out[:, table.dim] = 1.0
     out[:, table.dim + 1] = _squared_norms(table)[start:stop]
     return out
@@ -360,8 +362,11 @@ def _euclidean_tolerance(queries: np.ndarray, table: EmbeddingTable) -> np.ndarr
 def _squared_norms(table: EmbeddingTable) -> np.ndarray:
     key = "squared-norms-f64"
     if key not in table.cache:
-        vectors = table.vectors.astype(np.float64)
-        table.cache[key] = np.einsum("ij,ij->i", vectors, vectors)
+        norms = np.empty(len(table), dtype=np.float64)
+        for start in range(0, len(table), SLAB_ROWS):  # slabs: no full float64 copy
+            slab = table.vectors[start : start + SLAB_ROWS].astype(np.float64)
+            norms[start : start + len(slab)] = np.einsum("ij,ij->i", slab, slab)
+        table.cache[key] = norms
     norms: np.ndarray = table.cache[key]
     return norms
 

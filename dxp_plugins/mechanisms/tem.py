@@ -60,7 +60,7 @@ from .base import Mechanism
 #: Theorem 4.2's failure probability used when neither ``beta`` nor ``gamma`` is given.
 DEFAULT_BETA = 1e-3
 #: Default bound of the per-word law cache (MiB).
-DEFAULT_CACHE_MB = 128
+DEFAULT_CACHE_MB = 64
 #: Scratch memory per block of distinct words (distances, masks), bytes.
 BLOCK_BYTES = 32 << 20
 #: Words per block of a :class:`WordLaw` (two-level inverse CDF).
