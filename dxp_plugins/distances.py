@@ -362,11 +362,11 @@ def _euclidean_tolerance(queries: np.ndarray, table: EmbeddingTable) -> np.ndarr
 def _squared_norms(table: EmbeddingTable) -> np.ndarray:
     key = "squared-norms-f64"
     if key not in table.cache:
-        norms = np.empty(len(table), dtype=np.float64)
+        computed = np.empty(len(table), dtype=np.float64)
         for start in range(0, len(table), SLAB_ROWS):  # slabs: no full float64 copy
             slab = table.vectors[start : start + SLAB_ROWS].astype(np.float64)
-            norms[start : start + len(slab)] = np.einsum("ij,ij->i", slab, slab)
-        table.cache[key] = norms
+            computed[start : start + len(slab)] = np.einsum("ij,ij->i", slab, slab)
+        table.cache[key] = computed
     norms: np.ndarray = table.cache[key]
     return norms
 

@@ -10,7 +10,8 @@ tokenize -> select -> privatize -> detokenize (PRIVACY.md 14, 20-25):
   strings via the public UNK point).
 * **Privatize** all selected tokens of a batch of documents in one mechanism call (the
   mechanism normalises each token with NFKC + lower case before lookup).
-* **Detokenize**: private words joined with the original whitespace.
+* **Detokenize**: private words joined with the original whitespace (plus one space
+  between two privatized tokens written together, see :func:`private_spaces`).
 
 Not protected, by design: the number of tokens, their positions, the whitespace between
 them and the allow-listed punctuation.
@@ -100,6 +101,45 @@ def detokenize(words: Sequence[str], spaces: Sequence[str]) -> str:
     return "".join(word + space for word, space in zip(words, spaces, strict=True))
 
 
+def _is_clitic(word: str) -> bool:
+    return word.startswith(("'", "\u2019")) or word.lower() in ("n't", "n\u2019t")
+
+
+def private_spaces(
+    words: Sequence[str],
+    spaces: Sequence[str],
+    selected: Sequence[bool],
+    is_word: Callable[[list[str]], Sequence[bool]],
+) -> list[str]:
+    """Trailing whitespace for the private ``words``.
+
+    The original layout, except between two privatized tokens written together
+    (``does|n't``, ``can|not``): they stay together only when the second private word is a
+    clitic or the two joined form a word (``is_word``, the public vocabulary); otherwise one
+    space separates them, so ``doesn't`` never comes out as ``doesneed``. A function of the
+    public layout, the public vocabulary and the private words only (post-processing: the
+    guarantee is unchanged).
+    """
+    out = list(spaces)
+    glued = [
+        i
+        for i in range(len(out) - 1)
+        if not out[i] and selected[i] and selected[i + 1] and not _is_clitic(words[i + 1])
+    ]
+    if glued:
+        joined = is_word([words[i] + words[i + 1] for i in glued])
+        for i, known in zip(glued, joined, strict=True):
+            if not known:
+                out[i] = " "
+    return out
+
+
+def vocabulary_test(mechanism: Mechanism) -> Callable[[list[str]], Sequence[bool]]:
+    """``is_word`` for :func:`private_spaces`: membership in the mechanism's embeddings."""
+    table = mechanism.embeddings
+    return lambda candidates: (table.lookup(candidates) >= 0).tolist()
+
+
 def privatize_tokenized(
     documents: Sequence[TokenizedText], mechanism: Mechanism
 ) -> list[tuple[list[str], Guarantee]]:
@@ -176,9 +216,12 @@ def _privatize_batch(
         )
     ]
     results = iter(zip(docs, privatize_tokenized(docs, mechanism), strict=True))
+    is_word = vocabulary_test(mechanism)
     for empty in blank:
         if empty:
             yield PrivateText("", mechanism.guarantee(0, 0, 0))
             continue
         doc, (words, guarantee) = next(results)
-        yield PrivateText(detokenize(words, doc.spaces), guarantee)
+        yield PrivateText(
+            detokenize(words, private_spaces(words, doc.spaces, doc.selected, is_word)), guarantee
+        )

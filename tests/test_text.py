@@ -10,6 +10,7 @@ import pytest
 import dxp_plugins as dxp
 from dxp_plugins.text import (
     PUNCTUATION,
+    private_spaces,
     privatize_text,
     privatize_texts,
     should_privatize,
@@ -96,3 +97,36 @@ def test_text_path_fresh_noise_per_occurrence(glove_5k):
     mech = dxp.Madlib(glove_5k, epsilon=6.0)
     out = privatize_text(" ".join(["hockey"] * 300), mech).text.split()
     assert len(out) == 300 and len(set(out)) > 5
+
+
+def test_words_written_together_are_separated_unless_they_join_into_a_word():
+    known = {"cannot", "gonna"}.__contains__
+
+    def is_word(candidates):
+        return [known(c) for c in candidates]
+
+    def spaces(words, selected=None):
+        flags = [True] * len(words) if selected is None else selected
+        return private_spaces(words, [""] * len(words), flags, is_word)
+
+    assert spaces(["does", "need"]) == [" ", ""]  # "doesn't" never becomes "doesneed"
+    assert spaces(["does", "n't"]) == ["", ""]  # a clitic stays attached
+    assert spaces(["is", "'s"]) == ["", ""]
+    assert spaces(["can", "not"]) == ["", ""]  # joined they form a vocabulary word
+    assert spaces(["gon", "na", "win"]) == ["", " ", ""]
+    assert spaces(["3", "-", "1"], [True, False, True]) == ["", "", ""]  # punctuation: as is
+    assert private_spaces(["a", "b"], ["\n", ""], [True, True], is_word) == ["\n", ""]
+
+
+def test_contractions_come_out_readable(glove_5k):
+    # Near the identity the words survive and so does the layout; at small epsilon the two
+    # halves of "cannot"/"doesn't" become separate words unless they join into a word.
+    assert privatize_text("It doesn't work, cannot", dxp.Madlib(glove_5k, epsilon=300.0)).text == (
+        "it doesn't work, cannot"
+    )
+    noisy = dxp.Madlib(glove_5k, epsilon=1.0)
+    words = set(glove_5k.words)
+    for _ in range(20):
+        text = privatize_text("doesn't cannot", noisy).text
+        for piece in text.split():
+            assert piece in words or piece.lower() in words or "'" in piece, text

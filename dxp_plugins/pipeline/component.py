@@ -28,7 +28,13 @@ from .._random import RandomSource
 from .._validation import check_choice
 from ..doors import DoorSettings
 from ..guarantee import Accountant
-from ..text import TokenizedText, detokenize, privatize_tokenized
+from ..text import (
+    TokenizedText,
+    detokenize,
+    private_spaces,
+    privatize_tokenized,
+    vocabulary_test,
+)
 from . import DEFAULT_CONFIG
 
 if TYPE_CHECKING:
@@ -127,15 +133,17 @@ class Privatizer:
             TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
         ]
         results = privatize_tokenized(texts, self.mechanism)
+        is_word = vocabulary_test(self.mechanism)
         processed = []
         for doc, text, (words, guarantee) in zip(docs, texts, results, strict=True):
+            spaces = private_spaces(words, text.spaces, text.selected, is_word)
             if self.mode == "replace":
-                doc = self._replacement(doc, words, text.spaces)
+                doc = self._replacement(doc, words, spaces)
             else:
                 for token, word in zip(doc, words, strict=True):
                     token._.set(self.token_attr, word)
                 # Whitespace-only input releases "" like the other doors (PRIVACY.md 22).
-                private = detokenize(words, text.spaces) if doc.text.strip() else ""
+                private = detokenize(words, spaces) if doc.text.strip() else ""
                 doc._.set(self.doc_attr, private)
             doc._.set(self.guarantee_attr, guarantee.to_dict())
             processed.append(doc)
