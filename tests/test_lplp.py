@@ -181,6 +181,16 @@ def test_decompression_preserves_group_totals_and_follows_weights():
     assert out[1, 3] + out[1, 4] == 1000 and abs(out[1, 3] - 500) < 80  # all-zero: uniform
 
 
+@pytest.mark.parametrize("labels", [[0, 1, 2, 3], [2, 0, 3, 1]], ids=["identity", "permuted"])
+def test_decompression_without_compression_puts_each_count_on_its_feature(labels):
+    labels = np.array(labels)
+    plan = DecompressionPlan.build(labels, 4, np.ones(4))
+    counts = np.array([[5, 0, 7, 1], [0, 0, 0, 0], [0, 2, 0, 9]])
+    out = decompress(counts, plan, np.random.default_rng(0))
+    assert sp.issparse(out) and out.has_sorted_indices and out.indices.dtype == np.int32
+    np.testing.assert_array_equal(out.toarray(), counts[:, labels])  # feature j <- its group
+
+
 def test_empty_release_spends_nothing():
     accountant = dxp.Accountant()
     release = LPLPRelease([0, 1, 0], epsilon=1.0, accountant=accountant)

@@ -120,6 +120,14 @@ def decompress(counts: np.ndarray, plan: DecompressionPlan, rng: np.random.Gener
     draws are written into a D x (M + 1) block (column M absorbs padding slots) and converted
     to CSR once; otherwise (document, feature, count) triplets are assembled directly.
     """
+    if plan.n_groups == plan.n_features:  # K = M: every group is one feature, nothing to draw
+        matrix = sp.csr_matrix(counts)
+        column = plan.order[plan.starts[:-1]]
+        if (column != np.arange(len(column))).any():
+            matrix.indices = column[matrix.indices].astype(matrix.indices.dtype)
+            matrix.has_sorted_indices = False
+            matrix.sort_indices()
+        return matrix
     rows, groups = np.nonzero(counts)
     totals = counts[rows, groups]
     sizes = plan.sizes[groups]
