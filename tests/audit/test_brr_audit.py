@@ -163,12 +163,17 @@ def audit_codebook(mech: dxp.BRR, kind: str, draws: int = DRAWS):
     )
 
 
+TIGHTNESS = {"full": 0.6, "even": 0.45}
+
+
 @pytest.mark.parametrize("kind", ["full", "even"])
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_black_box_audit_passes(kind, epsilon):
     result = audit_codebook(codebook(kind, epsilon), kind)
     assert result.passed, str(result)
-    assert result.epsilon_lower_bound > 0.6 * epsilon, str(result)  # nearly tight
+    # Not vacuous. Measured over 15 runs of 100k draws: full 0.75-0.95 of the claim; even
+    # 0.60-0.68 at epsilon 0.5 (0.6 failed 1 CI run in ~20), 0.72-0.74 at 2 (sd ~0.02).
+    assert result.epsilon_lower_bound > TIGHTNESS[kind] * epsilon, str(result)
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
