@@ -75,37 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="privacy parameter per unit of the mechanism's metric, per token",
     )
-    priv.add_argument(
-        "--embeddings", default="glove-6b-50d", help="registry name (default: glove-6b-50d)"
-    )
-    priv.add_argument(
-        "--embeddings-param",
-        action="append",
-        type=_key_value,
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra loader argument, e.g. path=vectors.txt",
-    )
-    priv.add_argument("--vocab-size", type=int, help="keep the N most frequent words")
+    _add_mechanism_options(priv)
     priv.add_argument(
         "--oov",
         default="unk",
         choices=["unk", "raise", "passthrough"],
         help="out-of-vocabulary policy (default: unk)",
-    )
-    priv.add_argument(
-        "--index",
-        choices=["exact", "hnsw"],
-        help="nearest-neighbour search for embedding mechanisms (default: exact)",
-    )
-    _add_tem_brr_options(priv)
-    priv.add_argument(
-        "--param",
-        action="append",
-        type=_key_value,
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra mechanism parameter (JSON value), e.g. beta=0.001",
     )
     priv.add_argument(
         "--seed",
@@ -150,6 +125,36 @@ def build_parser() -> argparse.ArgumentParser:
         handler=lambda args: _list("mechanisms")
     )
     return parser
+
+
+def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
+    """Embeddings, search and mechanism options shared by ``privatize`` and ``calibrate``."""
+    parser.add_argument(
+        "--embeddings", default="glove-6b-50d", help="registry name (default: glove-6b-50d)"
+    )
+    parser.add_argument(
+        "--embeddings-param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra loader argument, e.g. path=vectors.txt",
+    )
+    parser.add_argument("--vocab-size", type=int, help="keep the N most frequent words")
+    parser.add_argument(
+        "--index",
+        choices=["exact", "hnsw"],
+        help="nearest-neighbour search for embedding mechanisms (default: exact)",
+    )
+    _add_tem_brr_options(parser)
+    parser.add_argument(
+        "--param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra mechanism parameter (JSON value), e.g. beta=0.001",
+    )
 
 
 def _add_tem_brr_options(parser: argparse.ArgumentParser) -> None:
@@ -380,32 +385,7 @@ def _add_calibrate(commands: Any) -> None:
     cal.add_argument(
         "--refine", type=int, default=0, help="bisection steps above the best epsilon listed"
     )
-    cal.add_argument(
-        "--embeddings", default="glove-6b-50d", help="registry name (default: glove-6b-50d)"
-    )
-    cal.add_argument(
-        "--embeddings-param",
-        action="append",
-        type=_key_value,
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra loader argument, e.g. path=vectors.txt",
-    )
-    cal.add_argument("--vocab-size", type=int, help="keep the N most frequent words")
-    cal.add_argument(
-        "--index",
-        choices=["exact", "hnsw"],
-        help="nearest-neighbour search for embedding mechanisms (default: exact)",
-    )
-    _add_tem_brr_options(cal)
-    cal.add_argument(
-        "--param",
-        action="append",
-        type=_key_value,
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra mechanism parameter (JSON value), e.g. beta=0.001",
-    )
+    _add_mechanism_options(cal)
     cal.add_argument("--seed", type=int, help="seeded mechanism noise (reproducible runs)")
     cal.add_argument(
         "--figures",
