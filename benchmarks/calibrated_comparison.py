@@ -19,8 +19,7 @@ import sys
 import time
 import warnings
 
-import faiss
-from common import markdown_table, save
+from common import add_faiss_threads, markdown_table, save, set_faiss_threads
 from sentiment import Task, run
 
 import dxp_plugins as dxp
@@ -43,9 +42,9 @@ def main() -> None:
     parser.add_argument("--min-s-w", type=float, default=50)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--train-docs", type=int, default=200)
-    parser.add_argument("--faiss-threads", type=int, default=1, help="OpenMP threads for faiss")
+    add_faiss_threads(parser)
     args = parser.parse_args()
-    faiss.omp_set_num_threads(args.faiss_threads)
+    set_faiss_threads(args)
     warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)
     started = time.perf_counter()
 

@@ -6,6 +6,7 @@ absolute numbers are for orientation only.
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import resource
@@ -63,3 +64,36 @@ def save(name: str, payload: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
     return path
+
+
+def add_faiss_threads(parser: argparse.ArgumentParser) -> None:
+    """``--faiss-threads`` (default 1); apply it with :func:`set_faiss_threads` after parsing."""
+    parser.add_argument(
+        "--faiss-threads",
+        type=int,
+        default=1,
+        help="OpenMP threads for faiss (default 1: on a shared 2-core machine hand-offs cost more)",
+    )
+
+
+def set_faiss_threads(args: argparse.Namespace) -> None:
+    import faiss
+
+    faiss.omp_set_num_threads(args.faiss_threads)
+
+
+def plot_accuracy_by_n_w(
+    by_n_w: dict[str, list[tuple[float, float, float, float]]], path: Path, baseline: float
+) -> None:
+    """Accuracy (with its interval) against mean N_w per mechanism: utility at equal deniability."""
+    from dxp_plugins import plotting
+
+    plotting.privacy_utility(
+        by_n_w,
+        path,
+        baseline=baseline,
+        baseline_label="clean training text",
+        xlabel="mean N_w = Pr[M(w) = w] (less deniability →)",
+        log_x=False,
+        title="Accuracy against plausible deniability (mean N_w)",
+    )

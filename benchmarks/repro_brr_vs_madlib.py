@@ -26,8 +26,7 @@ import time
 import warnings
 from pathlib import Path
 
-import faiss
-from common import markdown_table, save
+from common import add_faiss_threads, markdown_table, plot_accuracy_by_n_w, save, set_faiss_threads
 from sentiment import Task, run
 
 import dxp_plugins as dxp
@@ -61,14 +60,9 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=100, help="words for N_w / S_w")
     parser.add_argument("--samples", type=int, default=300, help="draws per word for N_w / S_w")
     parser.add_argument("--figures", type=Path, help="write the privacy-utility PNG here")
-    parser.add_argument(
-        "--faiss-threads",
-        type=int,
-        default=1,
-        help="OpenMP threads for faiss (default 1: on a shared 2-core machine hand-offs cost more)",
-    )
+    add_faiss_threads(parser)
     args = parser.parse_args()
-    faiss.omp_set_num_threads(args.faiss_threads)
+    set_faiss_threads(args)
     epsilons = [float(e) for e in args.epsilons.split(",")]
     train_docs = args.train_docs if args.train_docs else (None if args.full else 200)
     vocab_size = args.vocab_size or (100_000 if args.full else 20_000)
@@ -204,14 +198,8 @@ def main() -> None:
             by_n_w.setdefault(record.label, []).append(
                 (mean_n_w[record.label, own], row["accuracy"], row["low"], row["high"])
             )
-        plotting.privacy_utility(
-            by_n_w,
-            args.figures / "brr_vs_madlib_accuracy_by_n_w.png",
-            baseline=baseline[0],
-            baseline_label="clean training text",
-            xlabel="mean N_w = Pr[M(w) = w] (less deniability →)",
-            log_x=False,
-            title="Accuracy against plausible deniability (mean N_w)",
+        plot_accuracy_by_n_w(
+            by_n_w, args.figures / "brr_vs_madlib_accuracy_by_n_w.png", baseline[0]
         )
     elapsed = time.perf_counter() - started
     print(f"\ntotal {elapsed:.0f} s")

@@ -23,9 +23,8 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
-import faiss
 import numpy as np
-from common import markdown_table, save
+from common import add_faiss_threads, markdown_table, save, set_faiss_threads
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import (
@@ -105,14 +104,9 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=10_000, help="sample among the N most frequent")
     parser.add_argument("--table1-draws", type=int, default=200)
     parser.add_argument("--figures", type=Path, help="write PNG figures to this folder")
-    parser.add_argument(
-        "--faiss-threads",
-        type=int,
-        default=1,
-        help="OpenMP threads for faiss (default 1: on a shared 2-core machine hand-offs cost more)",
-    )
+    add_faiss_threads(parser)
     args = parser.parse_args()
-    faiss.omp_set_num_threads(args.faiss_threads)
+    set_faiss_threads(args)
     words_n = args.words or (1000 if args.full else 200)
     samples = args.samples or (1000 if args.full else 500)
     index = "exact" if args.full else "hnsw"
