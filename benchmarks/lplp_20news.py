@@ -15,7 +15,8 @@ A second block reproduces the paper's per-entry epsilon' = M*epsilon/K (calibrat
 for GLOVE-CLUSTER and states its TRUE epsilon beside the claimed one.
 
 Default: a public vocabulary of M = 1000 frequent GloVe words (stop words removed), K = M/4,
-2,000 training and 2,000 test documents; ``--full`` uses all 11,293 / 7,528.
+2,000 training and 2,000 test documents; ``--full`` uses all 11,293 / 7,528 and writes
+``results/lplp_20news_full.*`` beside the default-size results.
 
     .venv/bin/python benchmarks/lplp_20news.py [--full] [--vocab 2000] [--ratio 4]
 """
@@ -202,8 +203,9 @@ def main() -> None:
     markdown = markdown_table(headers, table_rows)
     print(markdown)
     command = "benchmarks/lplp_20news.py" + (" --full" if args.full else "")
+    name = "lplp_20news_full" if args.full else "lplp_20news"  # both sizes stay side by side
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "lplp_20news.md").write_text(
+    (RESULTS / f"{name}.md").write_text(
         f"# LPLP on 20 Newsgroups\n\n`{command} --vocab {args.vocab} --ratio {args.ratio}` on "
         f"{machine()}; M={len(vocabulary)}, K={n_groups}, {n_train} train / {n_test} test "
         f"documents; decompression weights: {weights_source}; grouping fit seconds: "
@@ -213,7 +215,7 @@ def main() -> None:
         + "\n"
     )
     save(
-        "lplp_20news",
+        name,
         {
             "command": command,
             "vocab": len(vocabulary),
@@ -225,7 +227,7 @@ def main() -> None:
             "rows": rows,
         },
     )
-    plot(rows, baseline, RESULTS / "lplp_20news.png")
+    plot(rows, baseline, RESULTS / f"{name}.png")
 
 
 def throughput(vocab: int, ratio: int) -> None:
