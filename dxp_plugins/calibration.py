@@ -786,7 +786,9 @@ class _VectorSpace(_Space):
 
 class _CodeSpace(_Space):
     def __init__(self, codes: BinaryCodes, identity: Any = None) -> None:
-        import faiss
+        from .neighbors import _faiss
+
+        faiss = _faiss()
 
         self.codes = codes
         self.metric, self.size = "hamming", len(codes)

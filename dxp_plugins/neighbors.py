@@ -279,8 +279,7 @@ class BinaryIndex:
     TIE_K = 8
 
     def __init__(self, packed: np.ndarray) -> None:
-        import faiss
-
+        faiss = _faiss()  # registers the fork hook (a forked BRR worker would hang without)
         codes = np.ascontiguousarray(packed, dtype=np.uint8)
         if codes.ndim != 2 or codes.size == 0:
             raise ValueError("packed codes must be a non-empty (n, bytes) uint8 matrix")
@@ -296,9 +295,7 @@ class BinaryIndex:
     @property
     def nbytes(self) -> int:
         """Serialized size of the faiss index (its own copy of the codes plus a header)."""
-        import faiss
-
-        return int(faiss.serialize_index_binary(self._faiss).nbytes)
+        return int(_faiss().serialize_index_binary(self._faiss).nbytes)
 
     def _check(self, queries: np.ndarray) -> np.ndarray:
         queries = np.ascontiguousarray(queries, dtype=np.uint8)

@@ -162,7 +162,9 @@ def neighbour_overlap(
     faiss search) with the ``k`` nearest by Hamming distance (exact faiss binary search;
     ties at the k-th distance resolved in faiss's order).
     """
-    import faiss
+    from ..neighbors import _faiss
+
+    faiss = _faiss()
 
     k = check_int(k, "k", minimum=1)
     n_words = check_int(n_words, "n_words", minimum=1)

@@ -168,7 +168,9 @@ class BRR(Mechanism):
 
     def storage(self) -> dict[str, float]:
         """Bytes BRR needs (codes + binary index) against Madlib (vectors + float index)."""
-        import faiss
+        from ..neighbors import _faiss
+
+        faiss = _faiss()
 
         flat = get_index(self.embeddings, "exact")
         madlib_index = int(faiss.serialize_index(flat._faiss).nbytes)
