@@ -21,7 +21,10 @@ def check_epsilon(value: Any, name: str = "epsilon") -> float:
     """
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    as_float = float(value)
+    try:
+        as_float = float(value)
+    except OverflowError:
+        as_float = math.inf  # e.g. 10**400
     if not math.isfinite(as_float):
         raise ValueError(f"{name} must be finite, got {as_float}")
     if not MIN_EPSILON <= as_float <= MAX_EPSILON:

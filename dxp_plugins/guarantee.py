@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from .errors import BudgetExceededError
 
@@ -109,10 +112,14 @@ class Accountant:
 
     The total is kept as aggregates (not a list of records), so streaming a huge corpus
     through one accountant uses constant memory. Thread-safe.
+
+    An accountant is a shared ledger: ``copy.copy``/``copy.deepcopy`` (and so scikit-learn's
+    ``clone``, which ``GridSearchCV`` uses) return the same object, so every fit of a clone
+    is charged to it. A pickle, and so a worker process, gets its own copy.
     """
 
     def __init__(self, cap: float | None = None) -> None:
-        if cap is not None and (isinstance(cap, bool) or not math.isfinite(cap) or cap < 0):
+        if cap is not None and not _is_amount(cap):
             raise ValueError("cap must be a finite number >= 0 or None")
         self.cap = None if cap is None else float(cap)
         self._lock = threading.Lock()
@@ -126,7 +133,13 @@ class Accountant:
         return math.inf if self.cap is None else max(self.cap - self.spent, 0.0)
 
     def charge(self, spend: float, tokens: int) -> None:
-        """Record a release; over the cap raise BudgetExceededError and charge nothing."""
+        """Record a release; over the cap raise BudgetExceededError and charge nothing.
+
+        ``spend`` must be a finite number >= 0: a NaN or negative charge would disable the
+        cap for every later release (PRIVACY.md 13).
+        """
+        if not _is_amount(spend):
+            raise ValueError("spend must be a finite number >= 0")
         with self._lock:
             if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
                 raise BudgetExceededError(
@@ -136,6 +149,12 @@ class Accountant:
             self.spent += spend
             self.tokens_privatized += tokens
             self.releases += 1
+
+    def __copy__(self) -> Accountant:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Accountant:
+        return self
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -149,3 +168,10 @@ class Accountant:
     def __repr__(self) -> str:
         cap = "no cap" if self.cap is None else f"cap={self.cap:g}"
         return f"Accountant(spent={self.spent:g}, releases={self.releases}, {cap})"
+
+
+def _is_amount(value: Any) -> bool:
+    """A finite real number >= 0 (bools and NaN are not amounts)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return False
+    return math.isfinite(value) and float(value) >= 0

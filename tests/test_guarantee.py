@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
 
@@ -70,7 +71,7 @@ def test_cap_refuses_before_any_noise_is_drawn(glove_5k):
     assert capped.accountant.remaining == 10
 
 
-@pytest.mark.parametrize("cap", [-1.0, float("nan"), float("inf"), True])
+@pytest.mark.parametrize("cap", [-1.0, float("nan"), float("inf"), True, np.True_])
 def test_cap_validation(cap):
     with pytest.raises(ValueError):
         Accountant(cap=cap)
@@ -81,3 +82,33 @@ def test_accountant_pickles():
     accountant.charge(2.0, 2)
     clone = pickle.loads(pickle.dumps(accountant))
     assert clone.spent == 2.0 and clone.remaining == 3.0
+
+
+@pytest.mark.parametrize("spend", [float("nan"), -5.0, float("inf"), np.True_])
+def test_charge_refuses_amounts_that_would_disable_the_cap(spend):
+    accountant = Accountant(cap=1.0)
+    with pytest.raises(ValueError, match="spend"):
+        accountant.charge(spend, 1)
+    assert accountant.spent == 0 and accountant.releases == 0
+    with pytest.raises(dxp.BudgetExceededError):
+        accountant.charge(100.0, 100)
+
+
+def test_epsilon_is_validated_on_every_assignment(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=1.0, accountant=Accountant(cap=10))
+    for bad in (float("nan"), -1.0, 0.0, True):
+        with pytest.raises((TypeError, ValueError)):
+            mech.epsilon = bad
+    assert mech.epsilon == 1.0
+    with pytest.raises(dxp.BudgetExceededError):
+        mech.privatize_ids(np.arange(11))  # the cap still holds
+
+
+def test_copies_share_one_ledger(glove_5k):
+    accountant = Accountant(cap=5)
+    assert copy.copy(accountant) is accountant and copy.deepcopy(accountant) is accountant
+    mech = dxp.Madlib(glove_5k, epsilon=1.0, accountant=accountant)
+    copy.deepcopy(mech).privatize_ids(np.arange(3))
+    assert accountant.spent == 3.0
+    with pytest.raises(dxp.BudgetExceededError):
+        copy.deepcopy(mech).privatize_ids(np.arange(3))

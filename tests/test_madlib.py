@@ -44,9 +44,11 @@ def test_privatize_ids_accepts_unk_and_validates(mech):
     out = mech.privatize_ids(np.array([0, 5, OOV_ID]))
     assert out.dtype == np.int64 and out.shape == (3,)
     assert mech.last_guarantee.oov_tokens == 1
-    for bad in ([5000], [-2], [[1, 2]], [0.5], ["a"]):
+    for bad in ([5000], [-2], [[1, 2]], [0.5], ["a"], [True]):
         with pytest.raises(ValueError):
             mech.privatize_ids(np.array(bad))
+    with pytest.raises(ValueError):  # would wrap to -1 (the UNK point) in an int64 cast
+        mech.privatize_ids(np.array([2**64 - 1], dtype=np.uint64))
     assert mech.privatize_ids([]).shape == (0,)
 
 

@@ -65,6 +65,16 @@ def test_validation(plane, params, error):
         dxp.TEM(plane, **arguments)
 
 
+@pytest.mark.parametrize(
+    ("beta", "error"), [(0.0, ValueError), (math.nan, ValueError), (True, TypeError)]
+)
+def test_beta_is_validated_on_assignment(plane, beta, error):
+    mech = dxp.TEM(plane, epsilon=1.0, beta=0.1)
+    with pytest.raises(error):
+        mech.beta = beta
+    assert mech.beta == 0.1 and math.isfinite(mech.gamma)
+
+
 def test_beta_too_large_for_the_vocabulary():
     two = dxp.EmbeddingTable(["a", "b"], [[0.0, 0.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match="beta"):

@@ -30,7 +30,18 @@ def test_epsilon_rejects_non_reals(value):
 
 
 @pytest.mark.parametrize(
-    "value", [0, 0.0, -1.0, math.nan, math.inf, -math.inf, 1e-300, MAX_EPSILON * 1.01]
+    "value",
+    [
+        0,
+        0.0,
+        -1.0,
+        math.nan,
+        math.inf,
+        -math.inf,
+        1e-300,
+        MAX_EPSILON * 1.01,
+        pytest.param(10**400, id="10**400"),
+    ],
 )
 def test_epsilon_rejects_out_of_range(value):
     with pytest.raises(ValueError):

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._random import RandomSource
-from .._validation import check_choice, check_epsilon
+from .._validation import check_choice, check_epsilon, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..errors import OOVError, PrivacyWarning
 from ..guarantee import Accountant, Guarantee
@@ -71,7 +71,7 @@ class Mechanism(ABC):
         if not isinstance(embeddings, EmbeddingTable):
             raise TypeError("embeddings must be an EmbeddingTable or a registry name")
         self.embeddings = embeddings
-        self.epsilon = check_epsilon(epsilon)
+        self.epsilon = epsilon
         self.oov = check_choice(oov, "oov", OOV_POLICIES)
         if self.oov == "passthrough":
             warnings.warn(
@@ -86,6 +86,15 @@ class Mechanism(ABC):
             raise TypeError("accountant must be an Accountant")
         self.accountant = accountant if accountant is not None else Accountant()
         self.last_guarantee: Guarantee | None = None
+
+    @property
+    def epsilon(self) -> float:
+        """Privacy parameter per unit of the metric, per token (validated on assignment)."""
+        return self._epsilon
+
+    @epsilon.setter
+    def epsilon(self, value: float) -> None:
+        self._epsilon = check_epsilon(value)
 
     # -- what subclasses implement ---------------------------------------------------------
     @abstractmethod
@@ -108,7 +117,7 @@ class Mechanism(ABC):
             if row == OOV_ID and self.oov != "unk":
                 raise OOVError(f"out-of-vocabulary word under oov={self.oov!r}")
             return row
-        row = int(word)
+        row = check_int(word, "word id")
         if not OOV_ID <= row < len(self.embeddings):
             raise ValueError(f"id must lie in [-1, {len(self.embeddings)})")
         return row
@@ -181,10 +190,10 @@ class Mechanism(ABC):
         """Private output ids for vocabulary ids (``-1`` selects the public UNK point)."""
         array = np.asarray(ids)
         if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
-            raise ValueError("ids must be a 1-D integer array")
-        array = array.astype(np.int64)
+            raise ValueError("ids must be a 1-D integer array")  # bool is not an integer dtype
         if array.size and (array.min() < OOV_ID or array.max() >= len(self.embeddings)):
             raise ValueError(f"ids must lie in [-1, {len(self.embeddings)})")
+        array = array.astype(np.int64)  # after the range check: uint64 cannot wrap to -1
         out = self._release(array)
         self.last_guarantee = self.guarantee(len(array), 0, int(np.sum(array == OOV_ID)))
         return out

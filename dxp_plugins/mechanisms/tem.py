@@ -369,12 +369,8 @@ class TEM(Mechanism):
             raise ValueError("give beta or gamma, not both")
         self._metric: Metric = get_metric(metric)
         self.metric = self._metric.name
-        self.beta = (
-            None
-            if gamma is not None
-            else check_probability(DEFAULT_BETA if beta is None else beta, "beta")
-        )
         self._gamma = None if gamma is None else _check_gamma(gamma)
+        self.beta = None if gamma is not None else (DEFAULT_BETA if beta is None else beta)
         if not isinstance(constant_work, bool | np.bool_):
             raise TypeError("constant_work must be True or False")
         self.constant_work = bool(constant_work)
@@ -387,9 +383,21 @@ class TEM(Mechanism):
         self._local = threading.local()  # per-thread scratch buffer for uncached laws
         self._metric.check_points(self.embeddings.vectors, "embeddings")
         self._metric.check_points(self.embeddings.unk_vector()[None, :], "the UNK point")
-        self.gamma  # noqa: B018 -- validates beta against the vocabulary size now
 
     # -- parameters ------------------------------------------------------------------------
+    @property
+    def beta(self) -> float | None:
+        """Theorem 4.2's beta (None when an explicit gamma is set); validated on assignment."""
+        return self._beta
+
+    @beta.setter
+    def beta(self, value: float | None) -> None:
+        if value is None and self._gamma is None:
+            raise ValueError("beta is required when no explicit gamma is set")
+        self._beta = None if value is None else check_probability(value, "beta")
+        if self._beta is not None and self._gamma is None:
+            theorem_4_2_gamma(self.epsilon, self._beta, len(self.embeddings))  # validates
+
     @property
     def gamma(self) -> float:
         """The truncation radius: explicit, or Theorem 4.2 from the current epsilon and beta."""
