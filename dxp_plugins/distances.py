@@ -189,6 +189,16 @@ class Manhattan(Metric):
 
         return np.asarray(cdist(queries, slab, "cityblock"))
 
+    def finish_block(
+        self, queries: np.ndarray, values: np.ndarray, table: EmbeddingTable, radius: float
+    ) -> None:
+        # cdist and :meth:`pairs` sum in different orders (each within n u d of the truth),
+        # so entries within 8x that bound of the radius are decided by :meth:`pairs`, the
+        # formula the exact law (TEM.distribution) uses.
+        if math.isfinite(radius):
+            tolerance = 8.0 * (table.dim + 2) * _U * radius
+            self._recompute(queries, values, table, np.abs(values - radius) <= tolerance)
+
     def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.abs(np.asarray(a, dtype=np.float64) - b).sum(axis=1)
 

@@ -120,7 +120,7 @@ def test_ball_is_decided_in_direct_float64():
     points = rng.normal(size=(200, 8)) + 1000.0
     table = dxp.EmbeddingTable([f"p{i}" for i in range(200)], points)
     vectors = table.vectors.astype(np.float64)
-    for metric in ("euclidean", "angular"):
+    for metric in ("euclidean", "angular", "manhattan", "chebyshev"):
         reference = tem_module.get_metric(metric)
         for a, b in [(0, 1), (5, 17), (33, 99)]:
             exact = float(reference.pairs(vectors[[a]], vectors[[b]])[0])
@@ -130,6 +130,22 @@ def test_ball_is_decided_in_direct_float64():
             assert b not in below.candidates(a)
             direct = reference.exact_to_table(vectors[a], table)
             np.testing.assert_array_equal(on.candidates(a), np.flatnonzero(direct <= exact))
+
+
+def test_manhattan_ball_uses_the_formula_of_the_exact_law():
+    """scipy's cdist sums in another order than the direct formula: decide d == gamma once."""
+    rng = np.random.default_rng(7)
+    table = dxp.EmbeddingTable(
+        [f"w{i}" for i in range(3000)], rng.standard_normal((3000, 30)) * 1e-2
+    )
+    metric = tem_module.get_metric("manhattan")
+    direct = metric.exact_to_table(table.unk_vector(), table)
+    fast = metric.fast_block(table.unk_vector()[None, :], table)[0]
+    differ = np.flatnonzero(fast > direct)[:5]
+    assert len(differ) > 0  # the fixture has words where the two sums round apart
+    for row in differ:
+        mech = dxp.TEM(table, epsilon=1.0, gamma=float(direct[row]), metric="manhattan")
+        assert row in mech.candidates(-1)
 
 
 def test_identical_vectors_score_zero():
