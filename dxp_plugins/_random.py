@@ -12,6 +12,12 @@ The generator never leaves the object: it is excluded from pickles and ``repr``.
 secure sources draw a fresh OS key, seeded sources derive a stream from ``(seed, pid)``,
 so worker processes (``nlp.pipe(n_process=2)``) never replay one noise stream. A seeded
 run is therefore reproducible within one process only.
+
+Copies never share a generator: a deep copy or an unpickled copy starts afresh. For a
+secure source that is a fresh OS key. For a seeded source in the process that created it,
+that is the seed's own stream from its start, so a seeded object reproduces its first
+release after a save/load round-trip, and a copy and its original draw the *same* noise:
+one more reason seeded noise is for experiments, never for private releases.
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ class RandomSource:
         self._generator = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RandomSource:
-        # A copy must not share or replay the original's stream position.
+        # A copy never shares the original's generator; it starts afresh (module docstring).
         copy = RandomSource.__new__(RandomSource)
         copy.__setstate__(self.__getstate__())
         return copy
