@@ -84,6 +84,16 @@ def test_frequency_rank_validation_and_most_frequent():
         small_table().most_frequent(1)
 
 
+def test_copied_vectors_can_never_be_made_writable():
+    source = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    table = dxp.EmbeddingTable(["a", "b"], source)
+    fingerprint = table.fingerprint
+    source[0, 0] = np.nan  # the caller's array is not the table's
+    with pytest.raises(ValueError):
+        table.vectors.setflags(write=True)
+    assert table.vectors[0, 0] == 1.0 and table.fingerprint == fingerprint
+
+
 def test_pickle_round_trip_drops_derived_caches(glove_5k):
     dxp.Madlib(glove_5k, epsilon=5).privatize(["hockey"])  # builds an index in the cache
     clone = pickle.loads(pickle.dumps(glove_5k))

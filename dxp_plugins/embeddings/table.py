@@ -38,8 +38,10 @@ class EmbeddingTable:
     name:
         A human-readable label (the registry name, for example).
     copy:
-        Copy ``vectors`` (default). With ``copy=False`` a float32 C-contiguous array is
-        taken over and made read-only.
+        Copy ``vectors`` (default) into memory that cannot be made writable again. With
+        ``copy=False`` a float32 C-contiguous array is taken over and made read-only; the
+        caller hands it over and must not write to it through another reference (the
+        fingerprint and every index derived from the table would go stale).
     """
 
     def __init__(
@@ -62,9 +64,10 @@ class EmbeddingTable:
             raise ValueError(
                 f"vectors has {matrix.shape[0]} rows but there are {len(word_tuple)} words"
             )
-        if copy and np.may_share_memory(matrix, vectors):
-            matrix = matrix.copy()
-        matrix.setflags(write=False)
+        if copy:  # over an immutable bytes object: can never be made writable again
+            matrix = np.frombuffer(matrix.tobytes(), dtype=np.float32).reshape(matrix.shape)
+        else:
+            matrix.setflags(write=False)
         self._words = word_tuple
         self._vectors = matrix
         self._rank = self._check_rank(frequency_rank, len(word_tuple))
