@@ -4,7 +4,11 @@ Decoding maps a noisy vector to a vocabulary row and is a pure function of that 
 (plus fresh, input-independent randomness for exact ties): it never sees the input word,
 never excludes it, never falls back to it.
 
-* ``"exact"`` (default): faiss ``IndexFlatL2``, exact L2 search (float32 distances).
+* ``"exact"`` (default): exact L2 search as a faiss ``IndexFlatIP`` over ``[y, -||y||^2/2]``
+  with queries ``[q, 1]`` (the largest score is the nearest row). faiss's ``IndexFlatL2``
+  adds ``||q||^2`` in float32, which swamps the differences between rows when the noise is
+  huge (small epsilon): at epsilon = 1e-4 on GloVe it decoded 2% of queries to a farther
+  word, at 1e-6 88%; the score form agreed with float64 search on all of them.
 * ``"hnsw"``: faiss ``IndexHNSWFlat`` -- approximate, faster on large vocabularies; its
   misses cost utility, not privacy (the graph is built from the public table only).
   Measure its recall with :func:`recall_at_1`. Queries the graph cannot answer are searched
@@ -137,9 +141,21 @@ class NeighborIndex:
         self._ties = TieGroups.find(table.vectors)
 
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
-        index = faiss.IndexFlatL2(vectors.shape[1])
-        index.add(vectors)
+        index = faiss.IndexFlatIP(self.dim + 1)
+        for start in range(0, len(vectors), 65536):  # small blocks: no full-size temporary
+            block = vectors[start : start + 65536]
+            rows = block.astype(np.float64)
+            augmented = np.empty((len(block), self.dim + 1), dtype=np.float32)
+            augmented[:, : self.dim] = block
+            augmented[:, self.dim] = -0.5 * np.einsum("ij,ij->i", rows, rows)
+            index.add(augmented)
         return index
+
+    def _prepare(self, queries: np.ndarray) -> np.ndarray:
+        """Queries as the index expects them: ``[q, 1]`` (score ``q.y - ||y||^2 / 2``)."""
+        out = np.ones((len(queries), self.dim + 1), dtype=np.float32)
+        out[:, : self.dim] = queries
+        return out
 
     @property
     def params(self) -> dict[str, int]:
@@ -153,7 +169,7 @@ class NeighborIndex:
             raise ValueError(f"queries must have shape (n, {self.dim})")
         if len(queries) == 0:
             return np.empty(0, dtype=np.int64)
-        _, ids = self._faiss.search(queries, 1)
+        _, ids = self._faiss.search(self._prepare(queries), 1)
         return ids[:, 0].astype(np.int64)
 
     def search(self, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -217,6 +233,9 @@ class HNSWIndex(NeighborIndex):
                 os.replace(partial, path)
         index.hnsw.efSearch = self._ef_search
         return index
+
+    def _prepare(self, queries: np.ndarray) -> np.ndarray:
+        return queries  # an L2 graph: approximate anyway, misses cost utility only
 
     @property
     def params(self) -> dict[str, int]:

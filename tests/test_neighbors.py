@@ -32,6 +32,18 @@ def test_exact_index_matches_float64_brute_force(glove_5k):
     assert np.mean(found == truth) > 0.995
 
 
+@pytest.mark.parametrize("epsilon", [1e-4, 1e-6, 1e-9])
+def test_exact_index_stays_exact_when_the_noise_is_huge(glove_5k, epsilon):
+    """Small epsilon: ||q|| is ~n/epsilon; an L2 index adding ||q||^2 in float32 misdecodes."""
+    from dxp_plugins.mechanisms.madlib import sample_noise
+
+    rng = np.random.default_rng(1)
+    rows = rng.integers(0, len(glove_5k), 500)
+    queries = glove_5k.vectors[rows] + sample_noise(rng, 500, glove_5k.dim, epsilon)
+    found = get_index(glove_5k, "exact").search_raw(queries)
+    np.testing.assert_array_equal(found, exact_search(glove_5k.vectors, queries))
+
+
 def test_index_is_cached_per_table_and_settings(glove_5k):
     assert get_index(glove_5k, "exact") is get_index(glove_5k, "exact")
     hnsw = get_index(glove_5k, "hnsw", m=16, ef_search=32)
