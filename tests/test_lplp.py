@@ -9,9 +9,10 @@ import scipy.sparse as sp
 
 import dxp_plugins as dxp
 from dxp_plugins import registry
-from dxp_plugins.lplp import balanced, calibrate, check_partition, groupings
+from dxp_plugins.lplp import balanced, calibrate, check_partition, groupings, noise
 from dxp_plugins.lplp.compression import DecompressionPlan, check_counts, decompress
 from dxp_plugins.lplp.groupings import GroupingContext, make_groups
+from dxp_plugins.lplp.histogram import dp_histogram
 from dxp_plugins.lplp.release import LPLPRelease
 
 GROUPINGS = ["random", "frequency", "glove-cluster", "glove-disperse"]
@@ -271,9 +272,24 @@ def test_bad_release_settings_raise(params, error):
 
 
 def test_dp_histogram_is_clamped_and_noisy():
-    from dxp_plugins.lplp.histogram import dp_histogram
-
     counts = sp.csr_matrix(np.array([[5, 0, 1], [3, 0, 0]]))
     draws = np.stack([dp_histogram(counts, 1.0, 1, np.random.default_rng(i)) for i in range(400)])
     assert draws.min() >= 0
     assert abs(draws[:, 0].mean() - 8) < 0.3 and draws[:, 1].max() > 0
+
+
+# -- the noise sampler at large epsilon / N (PRIVACY.md 10, 23) -------------------------------
+@pytest.mark.parametrize("rate", [44.0, 100.0, 700.0])
+def test_sampler_release_and_histogram_work_at_every_accepted_rate(rate):
+    """Sparse-regime gaps ~ 1 / (2 e^-rate) once overflowed the int64 cast above rate ~42
+    (negative indices, IndexError). Pr[Z != 0] < 2e-19 here, so every draw is 0."""
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        draws = noise.sample_two_sided_geometric(rng, (100, 100), rate)
+        assert draws.shape == (100, 100) and draws.dtype == np.int64 and not draws.any()
+    counts = np.arange(50 * 1000).reshape(50, 1000) % 3
+    output, record = LPLPRelease(np.arange(1000), epsilon=rate).release(counts)
+    assert output.shape == (50, 1000) and record.epsilon == rate
+    np.testing.assert_array_equal(output.toarray(), counts)
+    histogram = dp_histogram(sp.csr_matrix(counts), rate, 1, rng)
+    np.testing.assert_array_equal(histogram, counts.sum(axis=0))

@@ -41,20 +41,34 @@ MAX_EXPONENTIAL = 7.69711747013104972 + 53 * np.log(2.0)
 SPARSE_BELOW = 0.25
 
 
-def _failures(rng: np.random.Generator, count: int, rate: float) -> np.ndarray:
-    """``count`` geometric failure counts ``floor(E / rate)``: ``Pr[g] = (1-a) a^g``, a=e^-rate."""
-    return np.floor(rng.standard_exponential(count) / rate).astype(np.int64)
+def _failures(
+    rng: np.random.Generator, count: int, rate: float, cap: int | None = None
+) -> np.ndarray:
+    """``count`` geometric failure counts ``floor(E / rate)``: ``Pr[g] = (1-a) a^g``, a=e^-rate.
+
+    With ``cap``, values above it become ``cap`` while still floats, so a tiny ``rate`` never
+    overflows the int64 cast.
+    """
+    failures = np.floor(rng.standard_exponential(count) / rate)
+    if cap is not None:
+        np.minimum(failures, cap, out=failures)
+    return failures.astype(np.int64)
 
 
 def _bernoulli_positions(rng: np.random.Generator, size: int, probability: float) -> np.ndarray:
     """Indices in ``range(size)`` each chosen independently with ``probability``: the gaps
-    between chosen indices are geometric failure counts of rate ``-log1p(-probability)``."""
+    between chosen indices are geometric failure counts of rate ``-log1p(-probability)``.
+
+    A gap of ``size`` or more always leads past the end, so gaps are capped at ``size``: the
+    positions kept have the exact law, and ``probability`` down to ``2 e^-700`` (gaps of
+    ~1e305) cannot overflow int64.
+    """
     rate = -np.log1p(-probability)
     expected = size * probability
     batch = int(expected + 6.0 * np.sqrt(expected) + 16)
     chunks, end = [], -1
     while end < size:
-        positions = end + np.cumsum(_failures(rng, batch, rate) + 1)
+        positions = end + np.cumsum(_failures(rng, batch, rate, cap=size) + 1)
         chunks.append(positions)
         end = int(positions[-1])
     positions = np.concatenate(chunks)
