@@ -3,6 +3,8 @@ solvers, calibration, decompression, the DP histogram and input validation (PRIV
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -244,6 +246,34 @@ def test_bad_partitions_raise(labels):
 def test_bad_counts_raise(counts):
     with pytest.raises(ValueError):
         check_counts(counts)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        np.array([[1e19, 1.0]]),
+        np.array([[2**63 + 5, 1]], dtype=np.uint64),
+        np.array([[2**62, 2**62]], dtype=np.int64),
+    ],
+    ids=["float 1e19", "uint64 2**63+5", "int64 total 2**63"],
+)
+def test_counts_beyond_int64_are_refused(counts):
+    """They once wrapped to negative int64 counts in the cast or the group sums."""
+    with pytest.raises(ValueError, match="too large") as error:
+        check_counts(counts)
+    assert not re.search(r"\d{4}", str(error.value))  # no data value in the message
+    with pytest.raises(ValueError, match="too large"):
+        LPLPRelease(np.arange(2), epsilon=5.0).release(counts)
+
+
+def test_dp_histogram_refuses_corpus_totals_beyond_int64_before_charging():
+    accountant = dxp.Accountant()
+    counts = sp.csr_matrix(np.array([[2**62 - 1, 0], [2**62 - 1, 1]], dtype=np.int64))
+    with pytest.raises(ValueError, match="corpus total"):
+        dp_histogram(counts, 1.0, 1, np.random.default_rng(0), accountant)
+    assert accountant.spent == 0 and accountant.releases == 0
+    dp_histogram(counts[:, 1:], 1.0, 1, np.random.default_rng(0), accountant)
+    assert accountant.spent == 1.0
 
 
 def test_counts_are_accepted_as_integral_floats_and_sparse():

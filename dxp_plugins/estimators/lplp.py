@@ -164,12 +164,12 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             if self.histogram_epsilon is None:
                 raise ValueError("a DP corpus histogram needs histogram_epsilon (its budget)")
             if "counts" not in histogram:
-                accountant.charge(float(self.histogram_epsilon), 0)
                 histogram["counts"] = dp_histogram(
                     counts,
                     self.histogram_epsilon,
                     n_changes,
                     source.independent(_HISTOGRAM_STREAM),
+                    accountant,
                 )
             return histogram["counts"]
 
