@@ -323,3 +323,21 @@ def test_sampler_release_and_histogram_work_at_every_accepted_rate(rate):
     np.testing.assert_array_equal(output.toarray(), counts)
     histogram = dp_histogram(sp.csr_matrix(counts), rate, 1, rng)
     np.testing.assert_array_equal(histogram, counts.sum(axis=0))
+
+
+def test_rates_whose_noise_exceeds_int64_are_refused():
+    """epsilon / N below noise.MIN_RATE once saturated both geometric draws at the same int64
+    value, so they cancelled and the EXACT counts were released (PRIVACY.md 23)."""
+    with pytest.raises(ValueError, match="beyond int64"):
+        LPLPRelease(np.arange(6), epsilon=1e-6, n_changes=10**14)
+    with pytest.raises(ValueError, match="beyond int64"):
+        LPLPRelease(np.arange(6), epsilon=1.0, n_changes=10**18)
+    with pytest.raises(ValueError, match="beyond int64"):
+        noise.sample_two_sided_geometric(np.random.default_rng(0), 10, noise.MIN_RATE / 2)
+    accountant = dxp.Accountant()
+    counts = sp.csr_matrix(np.array([[5, 0, 3]]))
+    with pytest.raises(ValueError, match="beyond int64"):
+        dp_histogram(counts, 1e-6, 10**14, np.random.default_rng(0), accountant)
+    assert accountant.spent == 0
+    draws = noise.sample_two_sided_geometric(np.random.default_rng(0), 10_000, noise.MIN_RATE)
+    assert np.abs(draws).max() <= 2**62 and (draws != 0).mean() > 0.99

@@ -122,6 +122,22 @@ def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
         LPLPTransformer(n_groups=10, weights="dp-histogram").fit(counts)
 
 
+def test_refused_release_settings_spend_no_histogram_budget(counts):
+    """Bad LPLP settings are refused before the DP histogram is charged."""
+    accountant = dxp.Accountant()
+    transformer = LPLPTransformer(
+        epsilon=1e-6,
+        n_changes=10**14,
+        n_groups=10,
+        weights="dp-histogram",
+        histogram_epsilon=1.0,
+        accountant=accountant,
+    )
+    with pytest.raises(ValueError, match="beyond int64"):
+        transformer.fit(counts)
+    assert accountant.spent == 0
+
+
 def test_paper_mode_states_its_true_epsilon(counts):
     transformer = LPLPTransformer(epsilon=1.0, n_groups=300, calibration="paper").fit(counts)
     transformer.transform(counts[:5])

@@ -27,6 +27,7 @@ from .._random import RandomSource
 from .._validation import check_int
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
+from ..lplp import calibration as lplp_calibration
 from ..lplp.compression import check_counts
 from ..lplp.groupings import GroupingContext, identity_grouping, make_groups
 from ..lplp.guarantee import LPLPGuarantee
@@ -155,6 +156,10 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
                 )
         if self.grouping_params is not None and not isinstance(self.grouping_params, dict):
             raise TypeError("grouping_params must be a dict or None")
+        # Refuse bad release settings before the DP histogram spends anything.
+        calibrated = lplp_calibration.calibrate(
+            self.epsilon, n_changes, n_features, n_groups, self.calibration
+        )
         accountant = self.accountant if self.accountant is not None else Accountant()
         source = RandomSource(self.random_state)  # the noise: used only by release_
         table = self._embeddings()
@@ -204,7 +209,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.n_groups_ = self.release_.n_groups
         self.weights_ = weights
         self.histogram_ = histogram.get("counts")
-        self.calibration_ = self.release_.noise_calibration()
+        self.calibration_ = calibrated
         return self
 
     # -- releasing --------------------------------------------------------------------------

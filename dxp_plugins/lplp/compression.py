@@ -23,8 +23,8 @@ import scipy.sparse as sp
 _UNITWISE_FACTOR = 2
 #: Above this expected fraction of non-zero outputs, draws are assembled in a dense block.
 _DENSE_ABOVE = 0.05
-#: Totals must stay below this (a document's total, a feature's corpus total), so group sums
-#: and the noisy counts fit in int64 with room to spare.
+#: Totals must stay below this (a document's total, a feature's corpus total): group sums plus
+#: noise below 2**62 in magnitude (:data:`.noise.MIN_RATE`) then fit in int64.
 MAX_TOTAL = 2**62
 
 

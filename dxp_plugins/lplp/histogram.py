@@ -34,9 +34,10 @@ def dp_histogram(
     """
     epsilon = check_epsilon(epsilon, "histogram_epsilon")
     n_changes = check_int(n_changes, "n_changes", minimum=1)
+    rate = noise.check_rate(epsilon / n_changes, "histogram_epsilon / n_changes")
     check_totals(counts, 0, "each feature's corpus total")
     if accountant is not None:
         accountant.charge(epsilon, 0)
     totals = np.asarray(counts.sum(axis=0), dtype=np.int64).ravel()
-    noisy = totals + noise.sample_two_sided_geometric(rng, totals.shape, epsilon / n_changes)
+    noisy = totals + noise.sample_two_sided_geometric(rng, totals.shape, rate)
     return np.maximum(noisy, 0)

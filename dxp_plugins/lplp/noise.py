@@ -37,8 +37,23 @@ import numpy as np
 MAX_EXPONENTIAL = 7.69711747013104972 + 53 * np.log(2.0)
 
 
+#: Smallest rate: noise then stays below ``2**62`` in magnitude, so counts below
+#: :data:`.compression.MAX_TOTAL` plus noise fit in int64. A smaller rate (e.g. epsilon = 1e-6
+#: with N = 1e14) made both geometric draws saturate at the same int64 value and cancel,
+#: releasing the exact counts.
+MIN_RATE = MAX_EXPONENTIAL / 2**62
+
 #: Below this probability of a non-zero draw, only the non-zero entries are sampled.
 SPARSE_BELOW = 0.25
+
+
+def check_rate(rate: float, name: str = "epsilon / n_changes") -> float:
+    """``rate`` if it is at least :data:`MIN_RATE` (ValueError otherwise, also for NaN)."""
+    if not rate >= MIN_RATE:
+        raise ValueError(
+            f"{name} must be at least {MIN_RATE:.3g}: smaller ones give noise beyond int64"
+        )
+    return rate
 
 
 def _failures(
@@ -85,8 +100,7 @@ def sample_two_sided_geometric(
     each a fair sign times ``1 + G`` -- since ``Pr[|Z| = k | Z != 0] = (1-alpha) alpha^(k-1)``
     -- which costs draws per non-zero entry instead of per entry.
     """
-    if not rate > 0:
-        raise ValueError("rate must be > 0")
+    check_rate(rate, "rate")
     size = int(np.prod(shape))
     alpha = np.exp(-rate)
     nonzero = 2.0 * alpha / (1.0 + alpha)

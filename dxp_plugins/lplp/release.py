@@ -76,6 +76,7 @@ class LPLPRelease:
         self.epsilon = check_epsilon(epsilon)
         self.n_changes = check_int(n_changes, "n_changes", minimum=1)
         self.calibration = check_choice(calibration, "calibration", CALIBRATIONS)
+        self.noise_calibration()  # refuse noise beyond int64 now, not at the first release
         if weights is None:
             weights = np.ones(self.n_features)
         self.plan = DecompressionPlan.build(self.groups, self.n_groups, weights)
