@@ -210,6 +210,18 @@ def test_accountant_is_charged_before_noise_and_cap_refuses():
         release.release(np.ones((4, 3), dtype=int))
 
 
+def test_a_refused_release_keeps_the_last_record():
+    """The record once was overwritten before the charge, so a refused release (PRIVACY.md
+    12-13) replaced the record of the last release that did happen."""
+    accountant = dxp.Accountant(cap=1.0)
+    release = LPLPRelease(np.arange(5), epsilon=1.0, accountant=accountant)
+    _, first = release.release(np.ones((2, 5), dtype=int))
+    with pytest.raises(dxp.BudgetExceededError):
+        release.release(np.ones((7, 5), dtype=int))
+    assert release.last_guarantee is first and release.last_guarantee.documents == 2
+    assert accountant.spent == 1.0 and accountant.releases == 1
+
+
 def test_guarantee_record_and_merge():
     release = LPLPRelease([0, 0, 1, 1], epsilon=0.5, n_changes=3, grouping="custom")
     record = release.guarantee(10)
