@@ -118,6 +118,14 @@ def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
     record = transformer.last_guarantee_
     assert record.histogram_epsilon == 0.5 and "0.5 more" in record.statement
     assert accountant.spent == 1.5
+    # The record states what the accountant charged: the release and, once, the histogram
+    # (``spend`` once left the histogram out).
+    assert record.spend == record.to_dict()["spend"] == accountant.spent
+    assert record.release_spend == record.to_dict()["release_spend"] == 1.0
+    assert "Total charged: 1.5 (1 for 1 release(s) + 0.5 for the histogram" in record.statement
+    transformer.transform(counts)
+    merged = record.merge(transformer.last_guarantee_)
+    assert merged.spend == accountant.spent == 2.5 and merged.release_spend == 2.0
     with pytest.raises(ValueError, match="histogram_epsilon"):
         LPLPTransformer(n_groups=10, weights="dp-histogram").fit(counts)
 
