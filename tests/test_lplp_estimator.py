@@ -130,6 +130,27 @@ def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
         LPLPTransformer(n_groups=10, weights="dp-histogram").fit(counts)
 
 
+@pytest.mark.parametrize("uncompressed", [None, "all features"])
+def test_uncompressed_release_spends_no_histogram_budget(counts, uncompressed):
+    """K = M decompresses nothing and needs no grouping, so weights="dp-histogram" and a
+    histogram-ordered grouping no longer release (and charge) the histogram."""
+    accountant = dxp.Accountant()
+    transformer = LPLPTransformer(
+        epsilon=1.0,
+        n_groups=None if uncompressed is None else counts.shape[1],
+        grouping="frequency",
+        grouping_params={"order": "histogram"},
+        weights="dp-histogram",
+        histogram_epsilon=0.5,
+        accountant=accountant,
+    ).fit(counts)
+    assert accountant.spent == 0 and transformer.histogram_ is None
+    transformer.transform(counts[:3])
+    record = transformer.last_guarantee_
+    assert record.histogram_epsilon is None and record.spend == accountant.spent == 1.0
+    assert record.grouping == "none" and "nothing is decompressed" in record.weights
+
+
 def test_refused_release_settings_spend_no_histogram_budget(counts):
     """Bad LPLP settings are refused before the DP histogram is charged."""
     accountant = dxp.Accountant()
@@ -175,6 +196,7 @@ def test_pickle_keeps_no_generator_state(counts):
         ({"weights": "zipf"}, "vocabulary"),
         ({"weights": "own-counts"}, "weights must be one of"),
         ({"embeddings": 3}, "EmbeddingTable"),
+        ({"histogram_epsilon": -1.0}, "histogram_epsilon"),  # checked although unused
     ],
 )
 def test_bad_transformer_settings_raise(counts, params, match):

@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._random import RandomSource
-from .._validation import check_int
+from .._validation import check_epsilon, check_int
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
 from ..lplp import calibration as lplp_calibration
@@ -56,7 +56,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         K compressed features; None (default) releases the M features uncompressed.
     grouping:
         Registry name of the grouping (``"random"``, ``"frequency"``, ``"glove-cluster"``,
-        ``"glove-disperse"`` or a third-party one); ignored when ``n_groups`` is None.
+        ``"glove-disperse"`` or a third-party one); ignored when ``n_groups`` is None or the
+        number of features (K = M: nothing is compressed).
     grouping_params:
         Keyword arguments of the grouping (e.g. ``{"order": "histogram"}``).
     vocabulary:
@@ -68,7 +69,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         Decompression weights: ``"uniform"``, ``"zipf"`` (public frequency rank),
         ``"dp-histogram"`` or an array of public counts; never the documents' own counts.
     histogram_epsilon:
-        Budget of the DP corpus histogram computed at ``fit`` (only when something uses it).
+        Budget of the DP corpus histogram computed at ``fit`` (only when something uses it:
+        with K = M neither grouping nor decompression does, and nothing is spent).
     calibration:
         ``"sound"`` (default) or ``"paper"`` (reproduces the paper's per-entry
         ``M epsilon / K``; the guarantee states the TRUE epsilon).
@@ -156,6 +158,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
                 )
         if self.grouping_params is not None and not isinstance(self.grouping_params, dict):
             raise TypeError("grouping_params must be a dict or None")
+        if self.histogram_epsilon is not None:  # checked even when K = M leaves it unused
+            check_epsilon(self.histogram_epsilon, "histogram_epsilon")
         # Refuse bad release settings before the DP histogram spends anything.
         calibrated = lplp_calibration.calibrate(
             self.epsilon, n_changes, n_features, n_groups, self.calibration
@@ -186,7 +190,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             embeddings=table,
             histogram=release_histogram,
         )
-        if self.n_groups is None:
+        if n_groups == n_features:  # nothing to compress: no grouping (nor histogram) needed
             groups, grouping = identity_grouping(context), "none"
         else:
             groups = make_groups(self.grouping, context, **(self.grouping_params or {}))
