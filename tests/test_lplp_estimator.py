@@ -8,8 +8,10 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.decomposition import LatentDirichletAllocation, TruncatedSVD
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -165,6 +167,37 @@ def test_refused_release_settings_spend_no_histogram_budget(counts):
     with pytest.raises(ValueError, match="beyond int64"):
         transformer.fit(counts)
     assert accountant.spent == 0
+
+
+def test_a_clone_charges_the_original_accountant(counts):
+    """clone (hence GridSearchCV, cross_val_score) deep-copied the accountant, so clones
+    charged a private copy and the user's cap never triggered (PRIVACY.md 13). Relies on
+    Accountant.__deepcopy__ returning self (a shared ledger); fit must not copy it either."""
+    accountant = dxp.Accountant(cap=1.5)
+    estimator = LPLPTransformer(epsilon=1.0, n_groups=10, accountant=accountant)
+    cloned = clone(estimator)
+    assert cloned.accountant is accountant
+    cloned.fit_transform(counts[:5])
+    assert cloned.release_.accountant is accountant
+    assert accountant.spent == 1.0 and accountant.releases == 1
+    with pytest.raises(dxp.BudgetExceededError):
+        clone(estimator).fit(counts).transform(counts[:5])
+    shared = dxp.Accountant()
+    pipeline = make_pipeline(
+        LPLPTransformer(epsilon=1.0, accountant=shared), TruncatedSVD(2, random_state=0)
+    )
+    search = GridSearchCV(
+        pipeline,
+        {"lplptransformer__epsilon": [0.5, 1.0]},
+        cv=3,
+        scoring=lambda model, X, y=None: (
+            -topics.reconstruction_error(model[-1], model[0].transform(X))
+        ),
+    )
+    search.fit(counts)
+    # 2 settings x 3 folds, each a fit_transform and a scored transform, then the refit.
+    assert shared.releases >= 13
+    assert search.best_estimator_[0].release_.accountant is shared
 
 
 def test_paper_mode_states_its_true_epsilon(counts):

@@ -77,8 +77,9 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
     random_state:
         None (secure randomness) or an int seed (reproducible; warns).
     accountant:
-        An :class:`~dxp_plugins.Accountant` charged per release (note that ``clone`` copies
-        it).
+        An :class:`~dxp_plugins.Accountant` charged per release (and once for a DP
+        histogram). Used as given, never copied: clones (``clone``, ``GridSearchCV``,
+        ``cross_val_score``) charge the same ledger, so its cap holds across them.
     """
 
     def __init__(
