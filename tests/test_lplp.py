@@ -3,15 +3,18 @@ solvers, calibration, decompression, the DP histogram and input validation (PRIV
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import dxp_plugins as dxp
 from dxp_plugins import registry
-from dxp_plugins.lplp import balanced, calibrate, check_partition, groupings
+from dxp_plugins.lplp import balanced, calibrate, check_partition, groupings, noise
 from dxp_plugins.lplp.compression import DecompressionPlan, check_counts, decompress
 from dxp_plugins.lplp.groupings import GroupingContext, make_groups
+from dxp_plugins.lplp.histogram import dp_histogram
 from dxp_plugins.lplp.release import LPLPRelease
 
 GROUPINGS = ["random", "frequency", "glove-cluster", "glove-disperse"]
@@ -207,6 +210,18 @@ def test_accountant_is_charged_before_noise_and_cap_refuses():
         release.release(np.ones((4, 3), dtype=int))
 
 
+def test_a_refused_release_keeps_the_last_record():
+    """The record once was overwritten before the charge, so a refused release (PRIVACY.md
+    12-13) replaced the record of the last release that did happen."""
+    accountant = dxp.Accountant(cap=1.0)
+    release = LPLPRelease(np.arange(5), epsilon=1.0, accountant=accountant)
+    _, first = release.release(np.ones((2, 5), dtype=int))
+    with pytest.raises(dxp.BudgetExceededError):
+        release.release(np.ones((7, 5), dtype=int))
+    assert release.last_guarantee is first and release.last_guarantee.documents == 2
+    assert accountant.spent == 1.0 and accountant.releases == 1
+
+
 def test_guarantee_record_and_merge():
     release = LPLPRelease([0, 0, 1, 1], epsilon=0.5, n_changes=3, grouping="custom")
     record = release.guarantee(10)
@@ -220,6 +235,7 @@ def test_guarantee_record_and_merge():
     assert "(3, 0.5)-LPLP" in record.statement
     merged = record.merge(release.guarantee(5))
     assert merged.documents == 15 and merged.releases == 2 and merged.spend == 1.0
+    assert merged.release_spend == 1.0 and "Total charged" not in merged.statement
     with pytest.raises(ValueError, match="epsilon"):
         record.merge(LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(1))
 
@@ -243,6 +259,34 @@ def test_bad_partitions_raise(labels):
 def test_bad_counts_raise(counts):
     with pytest.raises(ValueError):
         check_counts(counts)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        np.array([[1e19, 1.0]]),
+        np.array([[2**63 + 5, 1]], dtype=np.uint64),
+        np.array([[2**62, 2**62]], dtype=np.int64),
+    ],
+    ids=["float 1e19", "uint64 2**63+5", "int64 total 2**63"],
+)
+def test_counts_beyond_int64_are_refused(counts):
+    """They once wrapped to negative int64 counts in the cast or the group sums."""
+    with pytest.raises(ValueError, match="too large") as error:
+        check_counts(counts)
+    assert not re.search(r"\d{4}", str(error.value))  # no data value in the message
+    with pytest.raises(ValueError, match="too large"):
+        LPLPRelease(np.arange(2), epsilon=5.0).release(counts)
+
+
+def test_dp_histogram_refuses_corpus_totals_beyond_int64_before_charging():
+    accountant = dxp.Accountant()
+    counts = sp.csr_matrix(np.array([[2**62 - 1, 0], [2**62 - 1, 1]], dtype=np.int64))
+    with pytest.raises(ValueError, match="corpus total"):
+        dp_histogram(counts, 1.0, 1, np.random.default_rng(0), accountant)
+    assert accountant.spent == 0 and accountant.releases == 0
+    dp_histogram(counts[:, 1:], 1.0, 1, np.random.default_rng(0), accountant)
+    assert accountant.spent == 1.0
 
 
 def test_counts_are_accepted_as_integral_floats_and_sparse():
@@ -271,9 +315,42 @@ def test_bad_release_settings_raise(params, error):
 
 
 def test_dp_histogram_is_clamped_and_noisy():
-    from dxp_plugins.lplp.histogram import dp_histogram
-
     counts = sp.csr_matrix(np.array([[5, 0, 1], [3, 0, 0]]))
     draws = np.stack([dp_histogram(counts, 1.0, 1, np.random.default_rng(i)) for i in range(400)])
     assert draws.min() >= 0
     assert abs(draws[:, 0].mean() - 8) < 0.3 and draws[:, 1].max() > 0
+
+
+# -- the noise sampler at large epsilon / N (PRIVACY.md 10, 23) -------------------------------
+@pytest.mark.parametrize("rate", [44.0, 100.0, 700.0])
+def test_sampler_release_and_histogram_work_at_every_accepted_rate(rate):
+    """Sparse-regime gaps ~ 1 / (2 e^-rate) once overflowed the int64 cast above rate ~42
+    (negative indices, IndexError). Pr[Z != 0] < 2e-19 here, so every draw is 0."""
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        draws = noise.sample_two_sided_geometric(rng, (100, 100), rate)
+        assert draws.shape == (100, 100) and draws.dtype == np.int64 and not draws.any()
+    counts = np.arange(50 * 1000).reshape(50, 1000) % 3
+    output, record = LPLPRelease(np.arange(1000), epsilon=rate).release(counts)
+    assert output.shape == (50, 1000) and record.epsilon == rate
+    np.testing.assert_array_equal(output.toarray(), counts)
+    histogram = dp_histogram(sp.csr_matrix(counts), rate, 1, rng)
+    np.testing.assert_array_equal(histogram, counts.sum(axis=0))
+
+
+def test_rates_whose_noise_exceeds_int64_are_refused():
+    """epsilon / N below noise.MIN_RATE once saturated both geometric draws at the same int64
+    value, so they cancelled and the EXACT counts were released (PRIVACY.md 23)."""
+    with pytest.raises(ValueError, match="beyond int64"):
+        LPLPRelease(np.arange(6), epsilon=1e-6, n_changes=10**14)
+    with pytest.raises(ValueError, match="beyond int64"):
+        LPLPRelease(np.arange(6), epsilon=1.0, n_changes=10**18)
+    with pytest.raises(ValueError, match="beyond int64"):
+        noise.sample_two_sided_geometric(np.random.default_rng(0), 10, noise.MIN_RATE / 2)
+    accountant = dxp.Accountant()
+    counts = sp.csr_matrix(np.array([[5, 0, 3]]))
+    with pytest.raises(ValueError, match="beyond int64"):
+        dp_histogram(counts, 1e-6, 10**14, np.random.default_rng(0), accountant)
+    assert accountant.spent == 0
+    draws = noise.sample_two_sided_geometric(np.random.default_rng(0), 10_000, noise.MIN_RATE)
+    assert np.abs(draws).max() <= 2**62 and (draws != 0).mean() > 0.99

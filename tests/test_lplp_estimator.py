@@ -8,8 +8,10 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.decomposition import LatentDirichletAllocation, TruncatedSVD
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -118,8 +120,84 @@ def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
     record = transformer.last_guarantee_
     assert record.histogram_epsilon == 0.5 and "0.5 more" in record.statement
     assert accountant.spent == 1.5
+    # The record states what the accountant charged: the release and, once, the histogram
+    # (``spend`` once left the histogram out).
+    assert record.spend == record.to_dict()["spend"] == accountant.spent
+    assert record.release_spend == record.to_dict()["release_spend"] == 1.0
+    assert "Total charged: 1.5 (1 for 1 release(s) + 0.5 for the histogram" in record.statement
+    transformer.transform(counts)
+    merged = record.merge(transformer.last_guarantee_)
+    assert merged.spend == accountant.spent == 2.5 and merged.release_spend == 2.0
     with pytest.raises(ValueError, match="histogram_epsilon"):
         LPLPTransformer(n_groups=10, weights="dp-histogram").fit(counts)
+
+
+@pytest.mark.parametrize("uncompressed", [None, "all features"])
+def test_uncompressed_release_spends_no_histogram_budget(counts, uncompressed):
+    """K = M decompresses nothing and needs no grouping, so weights="dp-histogram" and a
+    histogram-ordered grouping no longer release (and charge) the histogram."""
+    accountant = dxp.Accountant()
+    transformer = LPLPTransformer(
+        epsilon=1.0,
+        n_groups=None if uncompressed is None else counts.shape[1],
+        grouping="frequency",
+        grouping_params={"order": "histogram"},
+        weights="dp-histogram",
+        histogram_epsilon=0.5,
+        accountant=accountant,
+    ).fit(counts)
+    assert accountant.spent == 0 and transformer.histogram_ is None
+    transformer.transform(counts[:3])
+    record = transformer.last_guarantee_
+    assert record.histogram_epsilon is None and record.spend == accountant.spent == 1.0
+    assert record.grouping == "none" and "nothing is decompressed" in record.weights
+
+
+def test_refused_release_settings_spend_no_histogram_budget(counts):
+    """Bad LPLP settings are refused before the DP histogram is charged."""
+    accountant = dxp.Accountant()
+    transformer = LPLPTransformer(
+        epsilon=1e-6,
+        n_changes=10**14,
+        n_groups=10,
+        weights="dp-histogram",
+        histogram_epsilon=1.0,
+        accountant=accountant,
+    )
+    with pytest.raises(ValueError, match="beyond int64"):
+        transformer.fit(counts)
+    assert accountant.spent == 0
+
+
+def test_a_clone_charges_the_original_accountant(counts):
+    """clone (hence GridSearchCV, cross_val_score) deep-copied the accountant, so clones
+    charged a private copy and the user's cap never triggered (PRIVACY.md 13). Relies on
+    Accountant.__deepcopy__ returning self (a shared ledger); fit must not copy it either."""
+    accountant = dxp.Accountant(cap=1.5)
+    estimator = LPLPTransformer(epsilon=1.0, n_groups=10, accountant=accountant)
+    cloned = clone(estimator)
+    assert cloned.accountant is accountant
+    cloned.fit_transform(counts[:5])
+    assert cloned.release_.accountant is accountant
+    assert accountant.spent == 1.0 and accountant.releases == 1
+    with pytest.raises(dxp.BudgetExceededError):
+        clone(estimator).fit(counts).transform(counts[:5])
+    shared = dxp.Accountant()
+    pipeline = make_pipeline(
+        LPLPTransformer(epsilon=1.0, accountant=shared), TruncatedSVD(2, random_state=0)
+    )
+    search = GridSearchCV(
+        pipeline,
+        {"lplptransformer__epsilon": [0.5, 1.0]},
+        cv=3,
+        scoring=lambda model, X, y=None: (
+            -topics.reconstruction_error(model[-1], model[0].transform(X))
+        ),
+    )
+    search.fit(counts)
+    # 2 settings x 3 folds, each a fit_transform and a scored transform, then the refit.
+    assert shared.releases >= 13
+    assert search.best_estimator_[0].release_.accountant is shared
 
 
 def test_paper_mode_states_its_true_epsilon(counts):
@@ -151,6 +229,7 @@ def test_pickle_keeps_no_generator_state(counts):
         ({"weights": "zipf"}, "vocabulary"),
         ({"weights": "own-counts"}, "weights must be one of"),
         ({"embeddings": 3}, "EmbeddingTable"),
+        ({"histogram_epsilon": -1.0}, "histogram_epsilon"),  # checked although unused
     ],
 )
 def test_bad_transformer_settings_raise(counts, params, match):

@@ -24,9 +24,10 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._random import RandomSource
-from .._validation import check_int
+from .._validation import check_epsilon, check_int
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
+from ..lplp import calibration as lplp_calibration
 from ..lplp.compression import check_counts
 from ..lplp.groupings import GroupingContext, identity_grouping, make_groups
 from ..lplp.guarantee import LPLPGuarantee
@@ -55,7 +56,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         K compressed features; None (default) releases the M features uncompressed.
     grouping:
         Registry name of the grouping (``"random"``, ``"frequency"``, ``"glove-cluster"``,
-        ``"glove-disperse"`` or a third-party one); ignored when ``n_groups`` is None.
+        ``"glove-disperse"`` or a third-party one); ignored when ``n_groups`` is None or the
+        number of features (K = M: nothing is compressed).
     grouping_params:
         Keyword arguments of the grouping (e.g. ``{"order": "histogram"}``).
     vocabulary:
@@ -67,15 +69,17 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         Decompression weights: ``"uniform"``, ``"zipf"`` (public frequency rank),
         ``"dp-histogram"`` or an array of public counts; never the documents' own counts.
     histogram_epsilon:
-        Budget of the DP corpus histogram computed at ``fit`` (only when something uses it).
+        Budget of the DP corpus histogram computed at ``fit`` (only when something uses it:
+        with K = M neither grouping nor decompression does, and nothing is spent).
     calibration:
         ``"sound"`` (default) or ``"paper"`` (reproduces the paper's per-entry
         ``M epsilon / K``; the guarantee states the TRUE epsilon).
     random_state:
         None (secure randomness) or an int seed (reproducible; warns).
     accountant:
-        An :class:`~dxp_plugins.Accountant` charged per release (note that ``clone`` copies
-        it).
+        An :class:`~dxp_plugins.Accountant` charged per release (and once for a DP
+        histogram). Used as given, never copied: clones (``clone``, ``GridSearchCV``,
+        ``cross_val_score``) charge the same ledger, so its cap holds across them.
     """
 
     def __init__(
@@ -155,6 +159,12 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
                 )
         if self.grouping_params is not None and not isinstance(self.grouping_params, dict):
             raise TypeError("grouping_params must be a dict or None")
+        if self.histogram_epsilon is not None:  # checked even when K = M leaves it unused
+            check_epsilon(self.histogram_epsilon, "histogram_epsilon")
+        # Refuse bad release settings before the DP histogram spends anything.
+        calibrated = lplp_calibration.calibrate(
+            self.epsilon, n_changes, n_features, n_groups, self.calibration
+        )
         accountant = self.accountant if self.accountant is not None else Accountant()
         source = RandomSource(self.random_state)  # the noise: used only by release_
         table = self._embeddings()
@@ -164,12 +174,12 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             if self.histogram_epsilon is None:
                 raise ValueError("a DP corpus histogram needs histogram_epsilon (its budget)")
             if "counts" not in histogram:
-                accountant.charge(float(self.histogram_epsilon), 0)
                 histogram["counts"] = dp_histogram(
                     counts,
                     self.histogram_epsilon,
                     n_changes,
                     source.independent(_HISTOGRAM_STREAM),
+                    accountant,
                 )
             return histogram["counts"]
 
@@ -181,7 +191,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             embeddings=table,
             histogram=release_histogram,
         )
-        if self.n_groups is None:
+        if n_groups == n_features:  # nothing to compress: no grouping (nor histogram) needed
             groups, grouping = identity_grouping(context), "none"
         else:
             groups = make_groups(self.grouping, context, **(self.grouping_params or {}))
@@ -204,7 +214,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.n_groups_ = self.release_.n_groups
         self.weights_ = weights
         self.histogram_ = histogram.get("counts")
-        self.calibration_ = self.release_.noise_calibration()
+        self.calibration_ = calibrated
         return self
 
     # -- releasing --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._validation import check_choice, check_epsilon, check_int
+from .noise import check_rate
 
 CALIBRATIONS = ("sound", "paper")
 
@@ -55,7 +56,6 @@ def calibrate(
     if n_groups > n_features:
         raise ValueError(f"n_groups ({n_groups}) cannot exceed the {n_features} features")
     check_choice(mode, "calibration", CALIBRATIONS)
-    if mode == "sound":
-        return NoiseCalibration(epsilon / n_changes, epsilon, epsilon, n_changes, mode)
-    true_epsilon = n_features * epsilon / n_groups
-    return NoiseCalibration(true_epsilon / n_changes, true_epsilon, epsilon, n_changes, mode)
+    true_epsilon = epsilon if mode == "sound" else n_features * epsilon / n_groups
+    rate = check_rate(true_epsilon / n_changes)
+    return NoiseCalibration(rate, true_epsilon, epsilon, n_changes, mode)

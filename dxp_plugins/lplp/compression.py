@@ -23,10 +23,24 @@ import scipy.sparse as sp
 _UNITWISE_FACTOR = 2
 #: Above this expected fraction of non-zero outputs, draws are assembled in a dense block.
 _DENSE_ABOVE = 0.05
+#: Totals must stay below this (a document's total, a feature's corpus total): group sums plus
+#: noise below 2**62 in magnitude (:data:`.noise.MIN_RATE`) then fit in int64.
+MAX_TOTAL = 2**62
+
+
+def check_totals(counts: sp.csr_matrix, axis: int, what: str) -> None:
+    """ValueError if a sum of ``counts`` along ``axis`` (in float64) reaches :data:`MAX_TOTAL`.
+
+    The message states the bound only, never a data value (PRIVACY.md 18).
+    """
+    totals = np.asarray(counts.astype(np.float64).sum(axis=axis))
+    if totals.size and totals.max() >= MAX_TOTAL:
+        raise ValueError(f"counts are too large: {what} must stay below 2**62 (int64 range)")
 
 
 def check_counts(X: Any, n_features: int | None = None) -> sp.csr_matrix:
-    """``X`` as a CSR int64 matrix of non-negative integer counts (ValueError otherwise)."""
+    """``X`` as a CSR int64 matrix of non-negative integer counts (ValueError otherwise,
+    also when a document's total reaches :data:`MAX_TOTAL`, e.g. a float 1e19 or uint64)."""
     if sp.issparse(X):
         matrix = sp.csr_matrix(X)
     else:
@@ -46,6 +60,7 @@ def check_counts(X: Any, n_features: int | None = None) -> sp.csr_matrix:
         raise ValueError("Negative values in data passed to LPLP: counts must be non-negative")
     if n_features is not None and matrix.shape[1] != n_features:
         raise ValueError(f"counts have {matrix.shape[1]} features, expected {n_features}")
+    check_totals(matrix, 1, "each document's total count")  # before the int64 cast wraps
     matrix = sp.csr_matrix(matrix, dtype=np.int64)
     matrix.sum_duplicates()
     return matrix

@@ -39,9 +39,15 @@ class LPLPGuarantee:
     library_version: str = field(default_factory=_library_version)
 
     @property
-    def spend(self) -> float:
-        """Per-document epsilon of this release (each document is one local release)."""
+    def release_spend(self) -> float:
+        """Per-document epsilon of the LPLP releases alone (each document is one local release)."""
         return self.epsilon * self.releases
+
+    @property
+    def spend(self) -> float:
+        """What the accountant was charged (PRIVACY.md 13): :attr:`release_spend` plus, once,
+        ``histogram_epsilon`` -- spent by every document of the corpus the histogram counts."""
+        return self.release_spend + (self.histogram_epsilon or 0.0)
 
     @property
     def statement(self) -> str:
@@ -63,18 +69,22 @@ class LPLPGuarantee:
             text += (
                 f" A DP corpus histogram ({self.n_changes}, {self.histogram_epsilon:g}) "
                 f"was released centrally for the grouping/weights: documents in that corpus "
-                f"spend {self.histogram_epsilon:g} more."
+                f"spend {self.histogram_epsilon:g} more. Total charged: {self.spend:g} "
+                f"({self.release_spend:g} for {self.releases} release(s) + "
+                f"{self.histogram_epsilon:g} for the histogram, once)."
             )
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, with ``spend`` included."""
+        """A JSON-ready dict, with ``release_spend`` and ``spend`` (the total) included."""
         record = dataclasses.asdict(self)
+        record["release_spend"] = self.release_spend
         record["spend"] = self.spend
         return record
 
     def merge(self, other: LPLPGuarantee) -> LPLPGuarantee:
-        """Both releases together (same settings; documents and releases add up)."""
+        """Both releases together (same settings; documents and releases add up). A DP
+        histogram is counted once: both must come from the same fit, which released it."""
         keys = (
             "epsilon",
             "claimed_epsilon",

@@ -15,15 +15,29 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_epsilon, check_int
+from ..guarantee import Accountant
 from . import noise
+from .compression import check_totals
 
 
 def dp_histogram(
-    counts: sp.csr_matrix, epsilon: float, n_changes: int, rng: np.random.Generator
+    counts: sp.csr_matrix,
+    epsilon: float,
+    n_changes: int,
+    rng: np.random.Generator,
+    accountant: Accountant | None = None,
 ) -> np.ndarray:
-    """Noisy, clamped feature totals of the corpus ``counts`` (int64, one per feature)."""
+    """Noisy, clamped feature totals of the corpus ``counts`` (int64, one per feature).
+
+    ``accountant`` is charged ``epsilon`` after the inputs are checked and before any noise
+    is drawn (PRIVACY.md 13).
+    """
     epsilon = check_epsilon(epsilon, "histogram_epsilon")
     n_changes = check_int(n_changes, "n_changes", minimum=1)
+    rate = noise.check_rate(epsilon / n_changes, "histogram_epsilon / n_changes")
+    check_totals(counts, 0, "each feature's corpus total")
+    if accountant is not None:
+        accountant.charge(epsilon, 0)
     totals = np.asarray(counts.sum(axis=0), dtype=np.int64).ravel()
-    noisy = totals + noise.sample_two_sided_geometric(rng, totals.shape, epsilon / n_changes)
+    noisy = totals + noise.sample_two_sided_geometric(rng, totals.shape, rate)
     return np.maximum(noisy, 0)

@@ -37,24 +37,53 @@ import numpy as np
 MAX_EXPONENTIAL = 7.69711747013104972 + 53 * np.log(2.0)
 
 
+#: Smallest rate: noise then stays below ``2**62`` in magnitude, so counts below
+#: :data:`.compression.MAX_TOTAL` plus noise fit in int64. A smaller rate (e.g. epsilon = 1e-6
+#: with N = 1e14) made both geometric draws saturate at the same int64 value and cancel,
+#: releasing the exact counts.
+MIN_RATE = MAX_EXPONENTIAL / 2**62
+
 #: Below this probability of a non-zero draw, only the non-zero entries are sampled.
 SPARSE_BELOW = 0.25
 
 
-def _failures(rng: np.random.Generator, count: int, rate: float) -> np.ndarray:
-    """``count`` geometric failure counts ``floor(E / rate)``: ``Pr[g] = (1-a) a^g``, a=e^-rate."""
-    return np.floor(rng.standard_exponential(count) / rate).astype(np.int64)
+def check_rate(rate: float, name: str = "epsilon / n_changes") -> float:
+    """``rate`` if it is at least :data:`MIN_RATE` (ValueError otherwise, also for NaN)."""
+    if not rate >= MIN_RATE:
+        raise ValueError(
+            f"{name} must be at least {MIN_RATE:.3g}: smaller ones give noise beyond int64"
+        )
+    return rate
+
+
+def _failures(
+    rng: np.random.Generator, count: int, rate: float, cap: int | None = None
+) -> np.ndarray:
+    """``count`` geometric failure counts ``floor(E / rate)``: ``Pr[g] = (1-a) a^g``, a=e^-rate.
+
+    With ``cap``, values above it become ``cap`` while still floats, so a tiny ``rate`` never
+    overflows the int64 cast.
+    """
+    failures = np.floor(rng.standard_exponential(count) / rate)
+    if cap is not None:
+        np.minimum(failures, cap, out=failures)
+    return failures.astype(np.int64)
 
 
 def _bernoulli_positions(rng: np.random.Generator, size: int, probability: float) -> np.ndarray:
     """Indices in ``range(size)`` each chosen independently with ``probability``: the gaps
-    between chosen indices are geometric failure counts of rate ``-log1p(-probability)``."""
+    between chosen indices are geometric failure counts of rate ``-log1p(-probability)``.
+
+    A gap of ``size`` or more always leads past the end, so gaps are capped at ``size``: the
+    positions kept have the exact law, and ``probability`` down to ``2 e^-700`` (gaps of
+    ~1e305) cannot overflow int64.
+    """
     rate = -np.log1p(-probability)
     expected = size * probability
     batch = int(expected + 6.0 * np.sqrt(expected) + 16)
     chunks, end = [], -1
     while end < size:
-        positions = end + np.cumsum(_failures(rng, batch, rate) + 1)
+        positions = end + np.cumsum(_failures(rng, batch, rate, cap=size) + 1)
         chunks.append(positions)
         end = int(positions[-1])
     positions = np.concatenate(chunks)
@@ -71,8 +100,7 @@ def sample_two_sided_geometric(
     each a fair sign times ``1 + G`` -- since ``Pr[|Z| = k | Z != 0] = (1-alpha) alpha^(k-1)``
     -- which costs draws per non-zero entry instead of per entry.
     """
-    if not rate > 0:
-        raise ValueError("rate must be > 0")
+    check_rate(rate, "rate")
     size = int(np.prod(shape))
     alpha = np.exp(-rate)
     nonzero = 2.0 * alpha / (1.0 + alpha)

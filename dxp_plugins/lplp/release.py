@@ -76,6 +76,7 @@ class LPLPRelease:
         self.epsilon = check_epsilon(epsilon)
         self.n_changes = check_int(n_changes, "n_changes", minimum=1)
         self.calibration = check_choice(calibration, "calibration", CALIBRATIONS)
+        self.noise_calibration()  # refuse noise beyond int64 now, not at the first release
         if weights is None:
             weights = np.ones(self.n_features)
         self.plan = DecompressionPlan.build(self.groups, self.n_groups, weights)
@@ -125,10 +126,11 @@ class LPLPRelease:
         documents = matrix.shape[0]
         calibrated = self.noise_calibration()
         record = self.guarantee(documents)
+        if documents:  # charged before any noise; a refusal leaves the last record as it was
+            self.accountant.charge(calibrated.epsilon, documents)
         self.last_guarantee = record
         if documents == 0:
             return sp.csr_matrix((0, self.n_features), dtype=np.int64), record
-        self.accountant.charge(calibrated.epsilon, documents)
         rng = self._random.generator()
         compressed = (matrix @ self._indicator).tocsr()
         step = max(1, CHUNK_ENTRIES // (self.n_features + 1))

@@ -4,7 +4,8 @@
 * ``"zipf"``: Zipf's law over the embeddings' public frequency rank, ``1 / (rank + 1)``;
   words without a rank weigh as much as the rarest ranked word would after the table ends,
   ``1 / (len(table) + 1)``;
-* ``"dp-histogram"``: the DP corpus histogram (:mod:`.histogram`);
+* ``"dp-histogram"``: the DP corpus histogram (:mod:`.histogram`), released (and paid for)
+  only when something is decompressed, i.e. K < M;
 * an array of public counts (e.g. from a public corpus), one per feature.
 
 The document's own counts are never an option.
@@ -36,6 +37,8 @@ def public_weights(weights: Any, context: GroupingContext) -> tuple[np.ndarray, 
             ranks = np.where(ids != OOV_ID, rank[np.maximum(ids, 0)], len(rank))
             return 1.0 / (ranks + 1.0), "zipf over the public frequency rank"
         if weights == "dp-histogram":
+            if context.n_groups == context.n_features:  # K = M: no histogram is released
+                return np.ones(context.n_features), "not needed (K = M: nothing is decompressed)"
             return context.dp_histogram().astype(np.float64), "DP corpus histogram"
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)} or public counts")
     try:

@@ -42,6 +42,18 @@ def test_geometric_pmf(rate):
     assert pmf_pvalue(noise.sample_two_sided_geometric, rate) > P_FAIL
 
 
+def test_sparse_positions_are_independent_bernoulli():
+    """Gaps are capped at the array size (no int64 overflow at large rates); on 4 entries the
+    cap binds in about half the draws, and the chosen subsets must keep their exact law."""
+    probability, size, draws = 0.2, 4, 40_000
+    rng = np.random.default_rng()
+    draw = noise._bernoulli_positions
+    subsets = [(1 << draw(rng, size, probability)).sum() for _ in range(draws)]
+    bits = (np.arange(1 << size)[:, None] >> np.arange(size)) & 1
+    law = np.prod(np.where(bits, probability, 1 - probability), axis=1)
+    assert g_test(np.bincount(subsets, minlength=1 << size), law) > P_FAIL
+
+
 def test_sparse_branch_is_exercised():
     alpha = np.exp(-2.0)
     assert 2 * alpha / (1 + alpha) < noise.SPARSE_BELOW < 2 * np.exp(-0.5) / (1 + np.exp(-0.5))
