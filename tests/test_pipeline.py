@@ -318,6 +318,28 @@ def test_pickled_component_carries_no_generator():
     assert clone(nlp.make_doc("hockey"))._.dxp_text
 
 
+@pytest.mark.parametrize("mode", ["annotate", "replace"])
+def test_pickled_component_carries_no_input_word(mode):
+    """The shared StringStore holds every raw word processed: the component must not carry it."""
+    nlp = make_nlp(mode=mode)
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    nlp("my password is zq7canaryxx")
+    assert "zq7canaryxx" in nlp.vocab.strings  # spaCy's own state does hold it
+    blob = pickle.dumps(privatizer)
+    assert b"zq7canaryxx" not in blob and b"password" not in blob
+    assert pickle.loads(blob)(nlp.make_doc("hockey"))._.dxp_guarantee["tokens_privatized"] == 1
+
+
+def test_memory_zone_keeps_input_words_out_of_the_saved_pipeline():
+    """What docs/front-doors.md recommends for saving a pipeline that has processed text."""
+    nlp = make_nlp()
+    nlp("warm up")
+    with nlp.memory_zone():
+        private = [doc._.dxp_text for doc in nlp.pipe(["my password is zq7canaryxx"])]
+    assert len(private[0].split()) == 4
+    assert b"zq7canaryxx" not in nlp.to_bytes()
+
+
 def test_docbin_keeps_private_annotations():
     nlp = make_nlp()
     docs = list(nlp.pipe(["The hockey team won.", "Encryption keys, please!"]))

@@ -12,6 +12,8 @@ stream derived from (seed, pid), so no two workers replay one noise stream.
 
 Serialization stores configuration only (and the fingerprint of the embeddings once they are
 loaded, to refuse different embeddings later): never noise, generator state or input text.
+The component keeps no reference to ``nlp.vocab``, whose StringStore collects every raw word
+processed, so its pickles carry none (``nlp.to_bytes()`` does: see docs/front-doors.md).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class Privatizer:
 
     def __init__(self, nlp: Language, name: str = "dxp_privatizer", **config: Any) -> None:
         self.name = name
-        self.vocab = nlp.vocab
+        # Not even a reference to nlp.vocab: its StringStore holds every raw word processed.
         #: Sums the spend of every release of this component (PRIVACY.md 13).
         self.accountant = Accountant()
         self._mechanism: Mechanism | None = None
