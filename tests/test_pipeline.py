@@ -375,6 +375,16 @@ def test_two_workers_never_replay_one_noise_stream(seed, warm):
     assert guarantee["rng"] == ("secure" if seed is None else "seeded")
 
 
+def test_worker_releases_add_up_from_the_docs_guarantees():
+    """The documented n_process limit: the parent's accountant misses the workers' releases,
+    the docs' guarantees hold them all."""
+    nlp = make_nlp(epsilon=3.0)
+    docs = list(nlp.pipe(["hockey team won"] * 6, n_process=2, batch_size=2))
+    total = dxp.Guarantee.combine(dxp.Guarantee.from_dict(d._.dxp_guarantee) for d in docs)
+    assert total is not None and total.releases == 6 and total.spend == pytest.approx(54.0)
+    assert nlp.get_pipe("dxp_privatizer").accountant.spent == 0
+
+
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="mutant needs fork")
 def test_the_worker_test_catches_a_replayed_stream(monkeypatch):
     """Mutant: seeded workers re-create the seed's own stream (ignoring the pid)."""

@@ -50,12 +50,20 @@ _FORMAT = 1
 
 
 class Privatizer:
-    """Privatize the words of each Doc (see :mod:`dxp_plugins.pipeline` for the config)."""
+    """Privatize the words of each Doc (see :mod:`dxp_plugins.pipeline` for the config).
+
+    ``accountant`` sums the spend of the releases made in this process (PRIVACY.md 13). With
+    ``nlp.pipe(n_process=2)`` the releases happen in worker processes, each on its own copy:
+    the parent's accountant does not move, while every ``doc._.dxp_guarantee`` is right. The
+    total is then the sum of the docs' guarantees::
+
+        total = Guarantee.combine(Guarantee.from_dict(doc._.dxp_guarantee) for doc in docs)
+    """
 
     def __init__(self, nlp: Language, name: str = "dxp_privatizer", **config: Any) -> None:
         self.name = name
         # Not even a reference to nlp.vocab: its StringStore holds every raw word processed.
-        #: Sums the spend of every release of this component (PRIVACY.md 13).
+        #: Sums the spend of the releases of this component in this process.
         self.accountant = Accountant()
         self._mechanism: Mechanism | None = None
         self._fingerprint: str | None = None
