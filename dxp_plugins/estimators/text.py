@@ -109,6 +109,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         """Check the settings and build the mechanism (nothing is learned from ``X``)."""
         _check_documents(X)
         settings = self._door_settings()
+        settings.tagging_pipeline(self.spacy_model)  # loads it; refuses unknown entity types
         self.settings_ = settings
         self.random_source_ = RandomSource(settings.seed)
         self.accountant_ = Accountant()

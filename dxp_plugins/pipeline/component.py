@@ -68,6 +68,7 @@ class Privatizer:
         self._mechanism: Mechanism | None = None
         self._fingerprint: str | None = None
         self._configure(config)
+        self.settings.check_entities(nlp)  # the entity types this pipeline can assign
 
     # -- configuration -----------------------------------------------------------------------
     def _configure(self, config: dict[str, Any]) -> None:
