@@ -124,7 +124,10 @@ def test_training_time_setting_privatizes_fit_only(glove_5k):
     step = TextPrivatizer(epsilon=0.01, embeddings=glove_5k, privatize_at="fit")
     private = step.fit_transform(["hockey team hockey team"])
     assert private != ["hockey team hockey team"]
+    assert step.last_guarantee_.tokens_privatized == 4
     assert step.transform(["hockey team"]) == ["hockey team"]
+    assert step.last_guarantee_ is None  # raw text out: the earlier record does not describe it
+    assert step.accountant_.spent == pytest.approx(0.04)
 
 
 SENTIMENT = ["good great wonderful fun movie", "bad awful boring terrible film"] * 12

@@ -11,7 +11,8 @@ through the same text path (:func:`dxp_plugins.text.privatize_texts`), so the do
 
 ``privatize_at="fit"`` privatizes only in ``fit_transform`` (what ``Pipeline.fit`` calls) and
 passes text through ``transform`` unchanged: a model trained on private text and evaluated on
-clean text (the "training time" setting of Feyisetan et al., WSDM 2020, Section 5).
+clean text (the "training time" setting of Feyisetan et al., WSDM 2020, Section 5). Such a
+``transform`` releases raw text under no guarantee, so it sets ``last_guarantee_`` to None.
 
 Randomness follows PRIVACY.md 16-19: ``random_state=None`` (default) draws secure noise;
 an int opts in to seeded, reproducible noise (warns; guarantees say ``"seeded"``). Pickles
@@ -52,7 +53,8 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     random_state:
         None (secure, default) or an int seed (reproducible; not for private releases).
     privatize_at:
-        ``"always"`` (default) or ``"fit"``: privatize in ``fit_transform`` only.
+        ``"always"`` (default) or ``"fit"``: privatize in ``fit_transform`` only; ``transform``
+        then returns the texts unchanged and sets ``last_guarantee_`` to None.
     batch_size:
         Texts per mechanism call.
 
@@ -65,8 +67,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     accountant_:
         Sum of the spend of every release since ``fit``.
     last_guarantee_:
-        The guarantee of the last privatized batch of texts (a
-        :class:`~dxp_plugins.Guarantee`; ``.to_dict()`` for JSON), None before any.
+        The guarantee of the texts returned by the last call (a
+        :class:`~dxp_plugins.Guarantee`; ``.to_dict()`` for JSON); None before any, and
+        None after a ``transform`` with ``privatize_at="fit"`` (it privatized nothing).
     embeddings_fingerprint_:
         SHA-256 fingerprint of the public embeddings.
     """
@@ -125,7 +128,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         if self._door_settings() != self.settings_:
             raise ValueError("parameters changed since fit; call fit again")
         if self.privatize_at == "fit":
-            return [check_text(text, f"text {i}") for i, text in enumerate(X)]
+            texts = [check_text(text, f"text {i}") for i, text in enumerate(X)]
+            self.last_guarantee_ = None  # raw text out: no guarantee describes it
+            return texts
         return self._privatize(X)
 
     def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
