@@ -83,6 +83,36 @@ def test_get_set_params_and_clone(privatizer):
     assert copy.fit(TEXTS).mechanism_.index == "exact"
 
 
+def test_accountant_parameter_is_charged_across_fits(glove_5k):
+    ledger = dxp.Accountant()
+    step = TextPrivatizer(epsilon=2.0, embeddings=glove_5k, accountant=ledger)
+    assert step.get_params()["accountant"] is ledger
+    step.fit_transform(["hockey team"])
+    step.fit_transform(["hockey team"])  # a new fit keeps the user's ledger
+    step.transform(["music"])
+    assert step.accountant_ is ledger and ledger.spent == pytest.approx(10.0)
+    restored = pickle.loads(pickle.dumps(step))
+    assert restored.accountant_ is restored.accountant  # still one ledger after unpickling
+    copy = clone(step).fit(TEXTS)
+    assert copy.accountant_ is copy.get_params()["accountant"]
+    step.set_params(accountant=dxp.Accountant())
+    with pytest.raises(ValueError, match="call fit again"):
+        step.transform(["hockey"])
+    default = TextPrivatizer(epsilon=2.0, embeddings=glove_5k)
+    default.fit_transform(["hockey"])
+    assert default.fit_transform(["hockey"]) and default.accountant_.spent == pytest.approx(2.0)
+    with pytest.raises(TypeError, match="accountant must be"):
+        TextPrivatizer(epsilon=2.0, accountant=3.0).fit(TEXTS)
+
+
+def test_accountant_cap_refuses_a_release_before_any_noise(glove_5k):
+    step = TextPrivatizer(epsilon=2.0, embeddings=glove_5k, accountant=dxp.Accountant(cap=5.0))
+    step.fit_transform(["hockey team"])
+    with pytest.raises(dxp.BudgetExceededError):
+        step.transform(["hockey"])
+    assert step.accountant_.spent == pytest.approx(4.0)
+
+
 def test_random_state_policy(glove_5k):
     secure = TextPrivatizer(epsilon=3.0, embeddings=glove_5k)
     assert secure.fit(TEXTS).mechanism_.rng_mode == "secure"
