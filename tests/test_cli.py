@@ -47,24 +47,68 @@ def test_whole_file_unit_and_stdin(tmp_path, capsys, monkeypatch):
     assert code == 0 and out == "hockey team\nmusic\n"
 
 
-def test_jsonl_privatizes_one_field_and_keeps_the_rest(tmp_path, capsys):
+def test_jsonl_writes_only_the_private_field(tmp_path, capsys):
+    """Other fields are raw data, never counted: they are not written by default."""
     source = tmp_path / "data.jsonl"
-    rows = [{"id": 1, "text": "Hockey TEAM", "label": "x"}, {"id": 2, "text": "", "label": "y"}]
-    source.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
-    code, out, _ = run(["privatize", source, "--epsilon", 300, *FAST], capsys)
-    assert code == 0
-    written = [json.loads(line) for line in out.splitlines() if line]
-    assert written == [
-        {"id": 1, "text": "hockey team", "label": "x"},
+    rows = [
+        {"id": 1, "text": "Hockey TEAM", "name": "zq7canaryxx", "ssn": "123-45-6789"},
         {"id": 2, "text": "", "label": "y"},
     ]
+    source.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    report = tmp_path / "report.json"
+    code, out, err = run(["privatize", source, "-e", 300, "--report", report, *FAST], capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines() == ['{"text": "hockey team"}', '{"text": ""}', ""]
+    assert json.loads(report.read_text())["unprotected_fields"] == []
+
+
+ROW = {"id": 9071, "text": "Hockey TEAM", "label": "zq7label", "ssn": "zq7ssn"}
+
+
+@pytest.mark.parametrize(
+    ("keep", "written", "reported"),
+    [
+        (["--keep-fields", "label,id"], ["id", "text", "label"], ["label", "id"]),
+        (
+            ["--keep-fields", "id", "--keep-fields", "label"],
+            ["id", "text", "label"],
+            ["id", "label"],
+        ),
+        (["--keep-fields", "*"], ["id", "text", "label", "ssn"], ["*"]),
+    ],
+)
+def test_keep_fields_is_a_warned_reported_opt_in(tmp_path, capsys, keep, written, reported):
+    source = tmp_path / "data.jsonl"
+    source.write_text((json.dumps(ROW) + "\n") * 2)
+    report = tmp_path / "report.json"
+    args = ["privatize", source, "-e", 300, "--report", report, *keep, *FAST]
+    code, out, err = run(args, capsys)
+    expected = {key: "hockey team" if key == "text" else ROW[key] for key in written}
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == [expected] * 2
+    assert err.count("\n") == 1 and err.startswith("dxp: warning: --keep-fields")
+    assert "unprotected" in err and "zq7" not in err and "9071" not in err
+    assert json.loads(report.read_text())["unprotected_fields"] == reported
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--keep-fields", "id,text"], "'text' is the privatized field"),
+        (["--keep-fields", "id", "--format", "text"], "JSONL input only"),
+    ],
+)
+def test_keep_fields_errors(tmp_path, capsys, args, expected):
+    source = tmp_path / "data.jsonl"
+    source.write_text('{"id": 1, "text": "hockey"}\n')
+    code, out, err = run(["privatize", source, "-e", 300, *args, *FAST], capsys)
+    assert code == 1 and out == "" and expected in err and err.count("\n") == 1
 
 
 def test_jsonl_custom_field(tmp_path, capsys):
     source = tmp_path / "data.ndjson"
     source.write_text(json.dumps({"body": "music", "text": "untouched"}) + "\n")
     code, out, _ = run(["privatize", source, "--epsilon", 300, "--field", "body", *FAST], capsys)
-    assert code == 0 and json.loads(out) == {"body": "music", "text": "untouched"}
+    assert code == 0 and json.loads(out) == {"body": "music"}
 
 
 @pytest.mark.parametrize(
