@@ -5,7 +5,8 @@
     dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 1000 --out DIR
     dxp embeddings list
 
-Errors are one line on stderr, without a traceback and without any input text.
+Errors are one line on stderr, without a traceback and without any input text: unexpected
+ones give only their type and the input line where known.
 """
 
 from __future__ import annotations
@@ -274,30 +275,47 @@ def _decode(raw: bytes, where: str) -> str:
     return check_text(raw, where)
 
 
-def _records(name: str, stream: IO[bytes], args: argparse.Namespace) -> Iterator[tuple[Any, str]]:
-    """(context, text) per document; the context rebuilds the output around the text."""
-    label = "stdin" if name == "-" else name
+def _label(name: str) -> str:
+    return "stdin" if name == "-" else name
+
+
+def _place(label: str, first: int | None, last: int | None = None) -> str:
+    """``notes.txt, line 3``, ``notes.txt, lines 1-512`` or ``notes.txt`` (a whole file)."""
+    if first is None:
+        return label
+    if last is None or last == first:
+        return f"{label}, line {first}"
+    return f"{label}, lines {first}-{last}"
+
+
+def _records(
+    name: str, stream: IO[bytes], args: argparse.Namespace
+) -> Iterator[tuple[int | None, Any, str]]:
+    """(line number, context, text) per document; the context rebuilds the output around the
+    text. ``args.place`` follows the line being read, for unexpected errors."""
+    label = _label(name)
     if _is_jsonl(name, args.format):
         for number, raw in enumerate(stream, start=1):
+            args.place = where = _place(label, number)
             body, ending = _split_line(raw)
             if not body.strip():
-                yield ("blank", ending), ""
+                yield number, ("blank", ending), ""
                 continue
             try:
                 record = json.loads(body)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                raise CLIError(f"{label}, line {number}: not valid JSON") from None
+                raise CLIError(f"{where}: not valid JSON") from None
             if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
-                raise CLIError(
-                    f"{label}, line {number}: field {args.field!r} is missing or not a string"
-                )
-            yield ("json", record, ending), record[args.field]
+                raise CLIError(f"{where}: field {args.field!r} is missing or not a string")
+            yield number, ("json", record, ending), record[args.field]
     elif args.unit == "file":
-        yield ("raw", b""), _decode(stream.read(), label)
+        args.place = label
+        yield None, ("raw", b""), _decode(stream.read(), label)
     else:
         for number, raw in enumerate(stream, start=1):
+            args.place = where = _place(label, number)
             body, ending = _split_line(raw)
-            yield ("raw", ending), _decode(body, f"{label}, line {number}")
+            yield number, ("raw", ending), _decode(body, where)
 
 
 def _render(context: Any, private: str, field: str, kept: Sequence[str]) -> bytes:
@@ -382,14 +400,18 @@ def _privatize(args: argparse.Namespace) -> int:
             tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=_no_progress(args))
         )
         for name, stream in _open_inputs(args.files, stack):
-            records = _records(name, stream, args)
+            label, records = _label(name), _records(name, stream, args)
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
             while batch := list(itertools.islice(records, args.batch_size)):
-                texts = [text for _, text in batch]
-                results = privatize_texts(
-                    texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
+                args.place = _place(label, batch[0][0], batch[-1][0])
+                texts = [text for _, _, text in batch]
+                results = list(
+                    privatize_texts(
+                        texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
+                    )
                 )
-                for (context, _), result in zip(batch, results, strict=True):
+                for (number, context, _), result in zip(batch, results, strict=True):
+                    args.place = _place(label, number)
                     out.write(_render(context, result.text, args.field, kept))
                     total = result.guarantee if total is None else total.merge(result.guarantee)
                 progress.update(len(batch))
@@ -620,10 +642,21 @@ def _one_line_warning(message: Any, category: type[Warning], *args: Any, **kwarg
     sys.stderr.write(f"{PROG}: warning: {message}\n")
 
 
+def _unexpected(error: Exception, place: str | None) -> int:
+    """Any other error: its type and the input place only (its message may quote input)."""
+    where = f"{place}: " if place else ""
+    sys.stderr.write(
+        f"{PROG}: error: {where}unexpected {type(error).__name__} "
+        "(details withheld: they may quote the input)\n"
+    )
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxp`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.place = None  # the input line being handled, when known (see _records)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -635,12 +668,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except UnicodeError as error:  # a ValueError whose message quotes the offending text
+        return _unexpected(error, args.place)
     except (DxpError, ValueError, TypeError) as error:
         sys.stderr.write(f"{PROG}: error: {error}\n")
         return 1
     except OSError as error:
         sys.stderr.write(f"{PROG}: error: {error.strerror or type(error).__name__}\n")
         return 1
+    except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
+        return _unexpected(error, args.place)
 
 
 if __name__ == "__main__":  # pragma: no cover

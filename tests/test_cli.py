@@ -111,6 +111,12 @@ def test_jsonl_custom_field(tmp_path, capsys):
     assert code == 0 and json.loads(out) == {"body": "music"}
 
 
+#: A lone surrogate (valid JSON escape, not encodable as UTF-8) on line 2.
+SURROGATE = b'{"text": "hockey"}\n{"text": "zq7secret \\ud800 team"}\n'
+#: ... in a field that --keep-fields copies (it fails when the record is written).
+SURROGATE_KEPT = b'{"text": "hockey", "n": "zq7secret \\ud800"}\n'
+
+
 @pytest.mark.parametrize(
     ("content", "args", "expected"),
     [
@@ -118,6 +124,12 @@ def test_jsonl_custom_field(tmp_path, capsys):
         (b'{"body": "zq7secret"}\n', [], "field 'text' is missing"),
         (b"zq7secret \xff\n", ["--format", "text"], "not valid UTF-8"),
         (b"zq7secret hockey\n", ["--format", "text", "--oov", "raise"], "out-of-vocabulary token"),
+        # Unexpected errors: type and line only (a RecursionError had a traceback, and a
+        # UnicodeEncodeError's message quoted the offending character).
+        (b'{"text": "hockey"}\n' + b"[" * 200_000 + b"\n", [], "jsonl, line 2: unexpected Recu"),
+        (SURROGATE, ["--batch-size", "1"], "jsonl, line 2: unexpected UnicodeEncodeError"),
+        (SURROGATE, [], "jsonl, lines 1-2: unexpected UnicodeEncodeError"),
+        (SURROGATE_KEPT, ["--keep-fields", "*"], "jsonl, line 1: unexpected UnicodeEncodeError"),
     ],
 )
 def test_errors_are_one_line_without_private_text(tmp_path, content, args, expected):
@@ -138,8 +150,10 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
         check=False,
     )
     assert result.returncode == 1
-    assert result.stderr.count("\n") == 1 and expected in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("dxp: warning")]
+    assert len(errors) == 1 and expected in errors[0], result.stderr
     assert "Traceback" not in result.stderr and "zq7secret" not in result.stderr + result.stdout
+    assert "ud800" not in result.stderr and "\ud800" not in result.stderr
 
 
 @pytest.mark.parametrize(
