@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import __version__
-from .errors import DxpError, PrivacyWarning
+from .errors import DxpError, OOVError, PrivacyWarning
 
 PROG = "dxp"
 #: ``--keep-fields '*'``: every field of a JSONL record.
@@ -405,11 +405,19 @@ def _privatize(args: argparse.Namespace) -> int:
             while batch := list(itertools.islice(records, args.batch_size)):
                 args.place = _place(label, batch[0][0], batch[-1][0])
                 texts = [text for _, _, text in batch]
-                results = list(
-                    privatize_texts(
-                        texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
+                try:
+                    results = list(
+                        privatize_texts(
+                            texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
+                        )
                     )
-                )
+                except OOVError as error:  # its document index is relative to this batch
+                    if error.document is None:
+                        raise
+                    where = _place(label, batch[error.document][0])
+                    raise CLIError(
+                        f"{where}: out-of-vocabulary token (token {error.token}) under --oov raise"
+                    ) from None
                 for (number, context, _), result in zip(batch, results, strict=True):
                     args.place = _place(label, number)
                     out.write(_render(context, result.text, args.field, kept))

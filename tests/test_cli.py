@@ -181,6 +181,27 @@ def test_unknown_entity_types_are_refused(tmp_path, capsys):
     assert "unknown entity type(s) 'PERSN'" in err and "PERSON" in err
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("in.txt", "hockey\n\nteam\n\nmusic zq7secret\n"),
+        (
+            "in.jsonl",
+            '{"text": "hockey"}\n\n{"text": "team"}\n{"text": " "}\n{"text": "a zq7secret"}\n',
+        ),
+    ],
+    ids=["text", "jsonl"],
+)
+@pytest.mark.parametrize("batch_size", ["2", "512"])
+def test_oov_error_names_the_input_line(tmp_path, capsys, name, content, batch_size):
+    source = tmp_path / name
+    source.write_text(content)
+    args = ["privatize", source, "-e", 5, "--oov", "raise", "--batch-size", batch_size, *FAST]
+    code, _, err = run(args, capsys)
+    assert code == 1 and err.count("\n") == 1 and "zq7secret" not in err
+    assert f"{name}, line 5: out-of-vocabulary token (token 1) under --oov raise" in err
+
+
 def test_argument_errors_are_one_line(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["privatize"])
