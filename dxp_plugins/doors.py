@@ -12,6 +12,9 @@ mechanism and a token selection here, once, so the doors cannot drift apart:
   ``pos``, whose entity type is in ``entities`` (``"*"`` = any entity), or that a registered
   ``token_filter`` accepts. A token matching any given criterion is privatized; every other
   non-whitespace token is released unchanged and counted as passed through in the guarantee.
+  Entity types are checked against the tagging pipeline's entity recognizer when there is
+  one (:meth:`DoorSettings.check_entities`): a typo would select nothing, so release every
+  name unchanged.
 
 spaCy's config validation checks types but not ranges: :meth:`DoorSettings.create` raises a
 ValueError naming the setting for every out-of-range value.
@@ -187,7 +190,23 @@ class DoorSettings:
         """The spaCy pipeline that tokenizes and tags texts for selection (None: the public
         tokenizer alone). Its tokenizer must be spaCy's English one, as in every door."""
         self.check_tagger(spacy_model)
-        return None if spacy_model is None else load_pipeline(spacy_model)
+        if spacy_model is None:
+            return None
+        nlp = load_pipeline(spacy_model)
+        self.check_entities(nlp)
+        return nlp
+
+    def check_entities(self, nlp: Any) -> None:
+        """Refuse entity types that the entity components of ``nlp`` never assign."""
+        wanted = set(self.entities) - {ANY_ENTITY}
+        known = entity_labels(nlp) if wanted else None
+        if known is None or wanted <= known:
+            return
+        unknown = ", ".join(map(repr, sorted(wanted - known)))
+        raise ValueError(
+            f"entities: unknown entity type(s) {unknown}; this pipeline assigns "
+            f"{', '.join(sorted(known))} (or '*' for any)"
+        )
 
     def selector(self) -> Callable[[Any], list[bool] | None] | None:
         """``doc -> per-token flags`` for restricted selection; None for all words."""
@@ -201,6 +220,22 @@ class DoorSettings:
             else registry.resolve(registry.token_filters, self.token_filter)
         )
         return functools.partial(_select, self.pos, self.entities, predicate)
+
+
+def entity_labels(nlp: Any) -> frozenset[str] | None:
+    """Entity types the components of ``nlp`` that set ``doc.ents`` can assign; None when it
+    has no such component or one whose labels are unknown (custom, or not loaded yet)."""
+    labels: set[str] = set()
+    found = False
+    for name, component in nlp.pipeline:
+        if "doc.ents" not in nlp.get_pipe_meta(name).assigns:
+            continue
+        found = True
+        names = getattr(component, "labels", None)
+        if not names:
+            return None
+        labels.update(names)
+    return frozenset(labels) if found else None
 
 
 @functools.lru_cache(maxsize=2)

@@ -16,7 +16,18 @@ class BudgetExceededError(DxpError):
 
 
 class OOVError(DxpError, ValueError):
-    """An out-of-vocabulary token met the ``oov="raise"`` policy."""
+    """An out-of-vocabulary token met the ``oov="raise"`` policy.
+
+    ``document`` and ``token`` give its position in the batch when known, so a caller can
+    name its own place (a text's index, an input line).
+    """
+
+    def __init__(
+        self, message: str, *, document: int | None = None, token: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.document = document
+        self.token = token
 
 
 class PrivacyWarning(UserWarning):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_int, check_text
+from .errors import OOVError
 from .guarantee import Guarantee
 
 if TYPE_CHECKING:
@@ -191,13 +192,14 @@ def privatize_texts(
     """
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     batch: list[str] = []
+    start = 0  # index of batch[0] among the texts
     for position, text in enumerate(texts):
         batch.append(check_text(text, f"text {position}"))
         if len(batch) == batch_size:
-            yield from _privatize_batch(batch, mechanism, select, nlp)
-            batch = []
+            yield from _privatize_batch(batch, mechanism, select, nlp, start)
+            batch, start = [], position + 1
     if batch:
-        yield from _privatize_batch(batch, mechanism, select, nlp)
+        yield from _privatize_batch(batch, mechanism, select, nlp, start)
 
 
 def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
@@ -206,8 +208,13 @@ def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
 
 
 def _privatize_batch(
-    texts: list[str], mechanism: Mechanism, select: Selector | None = None, nlp: Any = None
+    texts: list[str],
+    mechanism: Mechanism,
+    select: Selector | None = None,
+    nlp: Any = None,
+    start: int = 0,
 ) -> Iterator[PrivateText]:
+    """``texts`` start at index ``start`` of the caller's texts (named in OOV errors)."""
     blank = [not text.strip() for text in texts]
     docs = [
         TokenizedText.from_doc(doc, None if select is None else select(doc))
@@ -215,7 +222,19 @@ def _privatize_batch(
             text for text, empty in zip(texts, blank, strict=True) if not empty
         )
     ]
-    results = iter(zip(docs, privatize_tokenized(docs, mechanism), strict=True))
+    try:
+        released = privatize_tokenized(docs, mechanism)
+    except OOVError as error:
+        if error.document is None:
+            raise
+        # The mechanism saw only the non-blank texts of this batch: name the caller's text.
+        position = start + [i for i, empty in enumerate(blank) if not empty][error.document]
+        raise OOVError(
+            f"out-of-vocabulary token in text {position} (token {error.token}) under oov='raise'",
+            document=position,
+            token=error.token,
+        ) from None
+    results = iter(zip(docs, released, strict=True))
     is_word = vocabulary_test(mechanism)
     for empty in blank:
         if empty:

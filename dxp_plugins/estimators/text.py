@@ -11,7 +11,8 @@ through the same text path (:func:`dxp_plugins.text.privatize_texts`), so the do
 
 ``privatize_at="fit"`` privatizes only in ``fit_transform`` (what ``Pipeline.fit`` calls) and
 passes text through ``transform`` unchanged: a model trained on private text and evaluated on
-clean text (the "training time" setting of Feyisetan et al., WSDM 2020, Section 5).
+clean text (the "training time" setting of Feyisetan et al., WSDM 2020, Section 5). Such a
+``transform`` releases raw text under no guarantee, so it sets ``last_guarantee_`` to None.
 
 Randomness follows PRIVACY.md 16-19: ``random_state=None`` (default) draws secure noise;
 an int opts in to seeded, reproducible noise (warns; guarantees say ``"seeded"``). Pickles
@@ -52,9 +53,14 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     random_state:
         None (secure, default) or an int seed (reproducible; not for private releases).
     privatize_at:
-        ``"always"`` (default) or ``"fit"``: privatize in ``fit_transform`` only.
+        ``"always"`` (default) or ``"fit"``: privatize in ``fit_transform`` only; ``transform``
+        then returns the texts unchanged and sets ``last_guarantee_`` to None.
     batch_size:
         Texts per mechanism call.
+    accountant:
+        An :class:`~dxp_plugins.Accountant` that every release charges (its cap refuses a
+        release before any noise is drawn), kept across fits; None (default): a fresh one
+        per ``fit``.
 
     The output is always a list of str (``set_output`` does not apply to text).
 
@@ -63,10 +69,11 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     mechanism_:
         The mechanism (rebuilt lazily after unpickling).
     accountant_:
-        Sum of the spend of every release since ``fit``.
+        The accountant charged: ``accountant`` when given, else the one made by ``fit``.
     last_guarantee_:
-        The guarantee of the last privatized batch of texts (a
-        :class:`~dxp_plugins.Guarantee`; ``.to_dict()`` for JSON), None before any.
+        The guarantee of the texts returned by the last call (a
+        :class:`~dxp_plugins.Guarantee`; ``.to_dict()`` for JSON); None before any, and
+        None after a ``transform`` with ``privatize_at="fit"`` (it privatized nothing).
     embeddings_fingerprint_:
         SHA-256 fingerprint of the public embeddings.
     """
@@ -88,6 +95,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         random_state: int | None = None,
         privatize_at: str = "always",
         batch_size: int = 256,
+        accountant: Accountant | None = None,
     ) -> None:
         self.mechanism = mechanism
         self.epsilon = epsilon
@@ -103,15 +111,17 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         self.random_state = random_state
         self.privatize_at = privatize_at
         self.batch_size = batch_size
+        self.accountant = accountant
 
     # -- scikit-learn API -------------------------------------------------------------------
     def fit(self, X: Iterable[str], y: Any = None) -> TextPrivatizer:
         """Check the settings and build the mechanism (nothing is learned from ``X``)."""
         _check_documents(X)
         settings = self._door_settings()
+        settings.tagging_pipeline(self.spacy_model)  # loads it; refuses unknown entity types
         self.settings_ = settings
         self.random_source_ = RandomSource(settings.seed)
-        self.accountant_ = Accountant()
+        self.accountant_ = Accountant() if self.accountant is None else self.accountant
         self.mechanism_ = settings.build_mechanism(self.random_source_, self.accountant_)
         self.embeddings_fingerprint_ = self.mechanism_.embeddings.fingerprint
         self.last_guarantee_: Guarantee | None = None
@@ -121,10 +131,13 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         """Private texts (with ``privatize_at="fit"``: the texts unchanged)."""
         check_is_fitted(self, "settings_")
         _check_documents(X)
-        if self._door_settings() != self.settings_:
+        changed = self.accountant is not None and self.accountant is not self.accountant_
+        if changed or self._door_settings() != self.settings_:
             raise ValueError("parameters changed since fit; call fit again")
         if self.privatize_at == "fit":
-            return [check_text(text, f"text {i}") for i, text in enumerate(X)]
+            texts = [check_text(text, f"text {i}") for i, text in enumerate(X)]
+            self.last_guarantee_ = None  # raw text out: no guarantee describes it
+            return texts
         return self._privatize(X)
 
     def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
@@ -144,6 +157,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     def _door_settings(self) -> DoorSettings:
         check_choice(self.privatize_at, "privatize_at", PRIVATIZE_AT)
         check_int(self.batch_size, "batch_size", minimum=1)
+        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+            kind = type(self.accountant).__name__
+            raise TypeError(f"accountant must be a dxp_plugins.Accountant or None, got {kind}")
         settings = DoorSettings.create(
             epsilon=self.epsilon,
             mechanism=self.mechanism,

@@ -163,9 +163,12 @@ class Mechanism(ABC):
         if self.oov == "raise" and oov.any():
             first = int(np.flatnonzero(oov)[0])
             doc_index = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
+            token = first - int(lengths[:doc_index].sum())
             raise OOVError(
-                f"out-of-vocabulary token in document {doc_index} "
-                f"(token {first - int(lengths[:doc_index].sum())}) under oov='raise'"
+                f"out-of-vocabulary token in document {doc_index} (token {token}) "
+                "under oov='raise'",
+                document=doc_index,
+                token=token,
             )
         released = ~oov if self.oov == "passthrough" else np.ones(len(ids), dtype=bool)
         out_ids = self._release(ids[released])

@@ -12,6 +12,8 @@ stream derived from (seed, pid), so no two workers replay one noise stream.
 
 Serialization stores configuration only (and the fingerprint of the embeddings once they are
 loaded, to refuse different embeddings later): never noise, generator state or input text.
+The component keeps no reference to ``nlp.vocab``, whose StringStore collects every raw word
+processed, so its pickles carry none (``nlp.to_bytes()`` does: see docs/front-doors.md).
 """
 
 from __future__ import annotations
@@ -48,16 +50,25 @@ _FORMAT = 1
 
 
 class Privatizer:
-    """Privatize the words of each Doc (see :mod:`dxp_plugins.pipeline` for the config)."""
+    """Privatize the words of each Doc (see :mod:`dxp_plugins.pipeline` for the config).
+
+    ``accountant`` sums the spend of the releases made in this process (PRIVACY.md 13). With
+    ``nlp.pipe(n_process=2)`` the releases happen in worker processes, each on its own copy:
+    the parent's accountant does not move, while every ``doc._.dxp_guarantee`` is right. The
+    total is then the sum of the docs' guarantees::
+
+        total = Guarantee.combine(Guarantee.from_dict(doc._.dxp_guarantee) for doc in docs)
+    """
 
     def __init__(self, nlp: Language, name: str = "dxp_privatizer", **config: Any) -> None:
         self.name = name
-        self.vocab = nlp.vocab
-        #: Sums the spend of every release of this component (PRIVACY.md 13).
+        # Not even a reference to nlp.vocab: its StringStore holds every raw word processed.
+        #: Sums the spend of the releases of this component in this process.
         self.accountant = Accountant()
         self._mechanism: Mechanism | None = None
         self._fingerprint: str | None = None
         self._configure(config)
+        self.settings.check_entities(nlp)  # the entity types this pipeline can assign
 
     # -- configuration -----------------------------------------------------------------------
     def _configure(self, config: dict[str, Any]) -> None:
