@@ -556,7 +556,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         "eta": args.eta,
         "method": args.method,
         "random_state": args.word_seed,
-        "progress": _no_progress(args),
+        "progress": args.progress,  # None: a bar only when stderr is a terminal
     }
     choice = None
     if args.max_n_w is not None or args.min_s_w is not None:

@@ -264,6 +264,15 @@ def test_cli_calibrate_writes_tables_and_figures(tmp_path, capsys):
     assert "mean N_w" in captured.out
 
 
+@pytest.mark.parametrize("flag", ["--progress", "--no-progress"])
+def test_cli_calibrate_progress_flag_does_what_it_says(tmp_path, capsys, flag):
+    args = ["calibrate", "--epsilons", "5", "--words", "3", "--samples", "20"]
+    code = main([*args, "--vocab-size", "1000", "--no-figures", flag, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert ("%|" in err) == (flag == "--progress")  # a tqdm bar
+
+
 def test_cli_calibrate_errors_are_one_line(tmp_path, capsys):
     code = main(["calibrate", "--epsilons", "5", "--words", "0", "--out", str(tmp_path)])
     err = capsys.readouterr().err
