@@ -210,7 +210,7 @@ def _list(kind: str) -> int:
     from . import registry
 
     for name, summary in registry.describe(getattr(registry, kind)).items():
-        print(f"{name:24s} {summary}")
+        print(f"{name:24s} {summary.replace('``', '')}")  # docstring markup, not for a terminal
     return 0
 
 

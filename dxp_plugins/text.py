@@ -203,7 +203,12 @@ def privatize_texts(
 
 
 def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
-    """Privatize one text."""
+    """Privatize one text: tokenize (whitespace kept), privatize every word with
+    ``mechanism``, detokenize. Returns :class:`PrivateText` (``.text``, ``.guarantee``).
+
+    Punctuation on :data:`PUNCTUATION` and whitespace pass through (counted in the
+    guarantee); for many texts use :func:`privatize_texts`, which batches the search.
+    """
     return next(privatize_texts([text], mechanism))
 
 

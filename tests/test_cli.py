@@ -254,3 +254,4 @@ def test_report_to_stderr_and_console_script(tmp_path):
 def test_mechanisms_list(capsys):
     code, out, _ = run(["mechanisms", "list"], capsys)
     assert code == 0 and "madlib" in out
+    assert "``" not in out  # docstring markup stays out of the terminal
