@@ -71,7 +71,8 @@ class RandomSource:
         if self._seed is not None:
             warnings.warn(
                 "seeded randomness: outputs are reproducible and the noise is predictable "
-                "to anyone who knows the seed; use seed=None for private releases",
+                "to anyone who knows the seed; leave the seed / random_state unset (None) for "
+                "private releases",
                 SeededRandomnessWarning,
                 stacklevel=3,
             )
