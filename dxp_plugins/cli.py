@@ -2,7 +2,7 @@
 
     dxp privatize notes.txt --epsilon 10                 # one document per line
     dxp privatize data.jsonl --field text --epsilon 10   # JSON lines: writes the private field only
-    dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 1000 --out DIR
+    dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 100 --out DIR
     dxp embeddings list
 
 Errors are one line on stderr, without a traceback and without any input text: unexpected

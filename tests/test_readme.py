@@ -12,7 +12,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 SMALLER = {
     "vocab_size=100_000": "vocab_size=3_000",
     "pool=10_000": "pool=2_000",
-    "sample_words(emb, 200,": "sample_words(emb, 20,",
+    "sample_words(emb, 50,": "sample_words(emb, 20,",
     "max_n_w=0.5, min_s_w=50)": "max_n_w=0.5, min_s_w=50, epsilons=[5, 10], n_samples=200)",
     "n_components=20": "n_components=2",
 }
