@@ -4,11 +4,12 @@ Decoding maps a noisy vector to a vocabulary row and is a pure function of that 
 (plus fresh, input-independent randomness for exact ties): it never sees the input word,
 never excludes it, never falls back to it.
 
-* ``"exact"`` (default): exact L2 search as a faiss ``IndexFlatIP`` over ``[y, -||y||^2/2]``
-  with queries ``[q, 1]`` (the largest score is the nearest row). faiss's ``IndexFlatL2``
-  adds ``||q||^2`` in float32, which swamps the differences between rows when the noise is
-  huge (small epsilon): at epsilon = 1e-4 on GloVe it decoded 2% of queries to a farther
-  word, at 1e-6 88%; the score form agreed with float64 search on all of them.
+* ``"exact"`` (default): exact L2 search as faiss's brute-force inner product
+  (``faiss.knn``) over rows ``[y, -||y||^2/2]`` with queries ``[q, 1]`` (the largest score
+  is the nearest row). faiss's ``IndexFlatL2`` adds ``||q||^2`` in float32, which swamps
+  the differences between rows when the noise is huge (small epsilon): at epsilon = 1e-4 on
+  GloVe it decoded 2% of queries to a farther word, at 1e-6 88%; the score form agreed with
+  float64 search on all of them.
 * ``"hnsw"``: faiss ``IndexHNSWFlat`` -- approximate, faster on large vocabularies; its
   misses cost utility, not privacy (the graph is built from the public table only).
   Measure its recall with :func:`recall_at_1`. Queries the graph cannot answer are searched
@@ -137,25 +138,31 @@ class NeighborIndex:
         self.dim = table.dim
         self.size = len(table)
         self._vectors = table.vectors
-        self._faiss = self._build(faiss, table.vectors)
+        self._data = self._build(faiss, table.vectors)
         self._ties = TieGroups.find(table.vectors)
 
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
-        index = faiss.IndexFlatIP(self.dim + 1)
-        for start in range(0, len(vectors), 65536):  # small blocks: no full-size temporary
-            block = vectors[start : start + 65536]
-            rows = block.astype(np.float64)
-            augmented = np.empty((len(block), self.dim + 1), dtype=np.float32)
-            augmented[:, : self.dim] = block
-            augmented[:, self.dim] = -0.5 * np.einsum("ij,ij->i", rows, rows)
-            index.add(augmented)
-        return index
+        """The rows ``[y, -||y||^2 / 2]`` (float32), searched in place by ``faiss.knn``: no
+        index holds a second copy, and no temporary is as large as the table."""
+        augmented = np.empty((len(vectors), self.dim + 1), dtype=np.float32)
+        augmented[:, : self.dim] = vectors
+        for start in range(0, len(vectors), 8192):
+            rows = vectors[start : start + 8192].astype(np.float64)
+            augmented[start : start + 8192, self.dim] = -0.5 * np.einsum("ij,ij->i", rows, rows)
+        return augmented
 
-    def _prepare(self, queries: np.ndarray) -> np.ndarray:
-        """Queries as the index expects them: ``[q, 1]`` (score ``q.y - ||y||^2 / 2``)."""
-        out = np.ones((len(queries), self.dim + 1), dtype=np.float32)
-        out[:, : self.dim] = queries
-        return out
+    def _nearest(self, queries: np.ndarray) -> np.ndarray:
+        """Row of the largest score ``q.y - ||y||^2 / 2`` per float32 query (faiss BLAS)."""
+        faiss = _faiss()
+        augmented = np.ones((len(queries), self.dim + 1), dtype=np.float32)
+        augmented[:, : self.dim] = queries
+        _, ids = faiss.knn(augmented, self._data, 1, metric=faiss.METRIC_INNER_PRODUCT)
+        return np.asarray(ids[:, 0], dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the search structure holds beside the table's own vectors."""
+        return int(self._data.nbytes)
 
     @property
     def params(self) -> dict[str, int]:
@@ -169,8 +176,7 @@ class NeighborIndex:
             raise ValueError(f"queries must have shape (n, {self.dim})")
         if len(queries) == 0:
             return np.empty(0, dtype=np.int64)
-        _, ids = self._faiss.search(self._prepare(queries), 1)
-        return ids[:, 0].astype(np.int64)
+        return self._nearest(queries)
 
     def search(self, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Nearest row of each query (ties between identical rows broken with ``rng``)."""
@@ -234,8 +240,13 @@ class HNSWIndex(NeighborIndex):
         index.hnsw.efSearch = self._ef_search
         return index
 
-    def _prepare(self, queries: np.ndarray) -> np.ndarray:
-        return queries  # an L2 graph: approximate anyway, misses cost utility only
+    def _nearest(self, queries: np.ndarray) -> np.ndarray:
+        _, ids = self._data.search(queries, 1)  # an L2 graph: approximate, misses cost utility
+        return np.asarray(ids[:, 0], dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return int(_faiss().serialize_index(self._data).nbytes)
 
     @property
     def params(self) -> dict[str, int]:

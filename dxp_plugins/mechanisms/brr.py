@@ -168,12 +168,8 @@ class BRR(Mechanism):
 
     def storage(self) -> dict[str, float]:
         """Bytes BRR needs (codes + binary index) against Madlib (vectors + float index)."""
-        from ..neighbors import _faiss
-
-        faiss = _faiss()
-
         flat = get_index(self.embeddings, "exact")
-        madlib_index = int(faiss.serialize_index(flat._faiss).nbytes)
+        madlib_index = flat.nbytes
         brr_codes = self.codes.nbytes
         brr_index = self.binary_index.nbytes
         madlib_vectors = int(self.embeddings.vectors.nbytes)
