@@ -82,8 +82,16 @@ def check_matrix(values: Any, name: str = "vectors") -> np.ndarray:
 
 
 def check_text(value: Any, name: str = "text") -> str:
-    """Return ``value`` as str; bytes are decoded as strict UTF-8 (PRIVACY.md 25)."""
+    """Return ``value`` as str; bytes are decoded as strict UTF-8 (PRIVACY.md 25). A str
+    with a lone surrogate (e.g. from a JSON escape) is refused: it has no UTF-8 form."""
     if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as error:  # its message would quote the character
+                raise ValueError(
+                    f"{name} is not valid Unicode (lone surrogate at character {error.start})"
+                ) from None
         return value
     if isinstance(value, bytes | bytearray):
         try:

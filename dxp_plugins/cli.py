@@ -293,6 +293,8 @@ def _records(
 ) -> Iterator[tuple[int | None, Any, str]]:
     """(line number, context, text) per document; the context rebuilds the output around the
     text. ``args.place`` follows the line being read, for unexpected errors."""
+    from ._validation import check_text
+
     label = _label(name)
     if _is_jsonl(name, args.format):
         for number, raw in enumerate(stream, start=1):
@@ -307,7 +309,7 @@ def _records(
                 raise CLIError(f"{where}: not valid JSON") from None
             if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
                 raise CLIError(f"{where}: field {args.field!r} is missing or not a string")
-            yield number, ("json", record, ending), record[args.field]
+            yield number, ("json", record, ending), check_text(record[args.field], where)
     elif args.unit == "file":
         args.place = label
         yield None, ("raw", b""), _decode(stream.read(), label)

@@ -127,8 +127,8 @@ SURROGATE_KEPT = b'{"text": "hockey", "n": "zq7secret \\ud800"}\n'
         # Unexpected errors: type and line only (a RecursionError had a traceback, and a
         # UnicodeEncodeError's message quoted the offending character).
         (b'{"text": "hockey"}\n' + b"[" * 200_000 + b"\n", [], "jsonl, line 2: unexpected Recu"),
-        (SURROGATE, ["--batch-size", "1"], "jsonl, line 2: unexpected UnicodeEncodeError"),
-        (SURROGATE, [], "jsonl, lines 1-2: unexpected UnicodeEncodeError"),
+        (SURROGATE, ["--batch-size", "1"], "jsonl, line 2 is not valid Unicode"),
+        (SURROGATE, [], "jsonl, line 2 is not valid Unicode"),  # the line, not the batch
         (SURROGATE_KEPT, ["--keep-fields", "*"], "jsonl, line 1: unexpected UnicodeEncodeError"),
     ],
 )

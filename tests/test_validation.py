@@ -59,6 +59,9 @@ def test_text_decodes_bytes_strictly():
     assert "secret" not in str(error.value) and "xff" not in str(error.value)
     with pytest.raises(TypeError):
         check_text(42)
+    with pytest.raises(ValueError, match="lone surrogate at character 7") as error:
+        check_text("secret \ud800 word")  # a JSON escape can produce one; no UTF-8 form
+    assert "secret" not in str(error.value) and "ud800" not in str(error.value)
 
 
 @pytest.mark.parametrize(
