@@ -188,6 +188,15 @@ def test_whitespace_only_doc_releases_nothing():
     assert doc._.dxp_text == "" and doc._.dxp_guarantee["tokens_privatized"] == 0
 
 
+def test_oov_error_says_its_index_counts_the_batch():
+    nlp = make_nlp(oov="raise")
+    with pytest.raises(dxp.OOVError, match="document 1 of this batch of 2") as error:
+        list(nlp.pipe(["the team", "the zq7secret team", "the fans"], batch_size=2))
+    assert "zq7secret" not in str(error.value)
+    with pytest.raises(dxp.OOVError, match="document 0 "):
+        nlp("zq7secret")
+
+
 # -- replace mode -----------------------------------------------------------------------------
 @Language.component("dxp_test_recorder")
 def _recorder(doc: Doc) -> Doc:

@@ -29,6 +29,7 @@ from spacy.tokens import Doc, Token
 from .._random import RandomSource
 from .._validation import check_choice
 from ..doors import DoorSettings
+from ..errors import OOVError
 from ..guarantee import Accountant
 from ..text import (
     TokenizedText,
@@ -143,7 +144,17 @@ class Privatizer:
         texts = [
             TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
         ]
-        results = privatize_tokenized(texts, self.mechanism)
+        try:
+            results = privatize_tokenized(texts, self.mechanism)
+        except OOVError as error:  # its index counts docs of this batch, not of the stream
+            if error.document is None or len(docs) == 1:
+                raise
+            raise OOVError(
+                f"out-of-vocabulary token under oov='raise' in document {error.document} of "
+                f"this batch of {len(docs)} (token {error.token})",
+                document=error.document,
+                token=error.token,
+            ) from None
         is_word = vocabulary_test(self.mechanism)
         processed = []
         for doc, text, (words, guarantee) in zip(docs, texts, results, strict=True):
