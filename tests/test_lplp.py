@@ -235,7 +235,7 @@ def test_guarantee_record_and_merge():
     assert "(3, 0.5)-LPLP" in record.statement
     merged = record.merge(release.guarantee(5))
     assert merged.documents == 15 and merged.releases == 2 and merged.spend == 1.0
-    assert merged.release_spend == 1.0 and "Total charged" not in merged.statement
+    assert merged.release_spend == 1.0 and "for the histogram" not in merged.statement
     with pytest.raises(ValueError, match="epsilon"):
         record.merge(LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(1))
 

@@ -124,12 +124,33 @@ def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
     # (``spend`` once left the histogram out).
     assert record.spend == record.to_dict()["spend"] == accountant.spent
     assert record.release_spend == record.to_dict()["release_spend"] == 1.0
-    assert "Total charged: 1.5 (1 for 1 release(s) + 0.5 for the histogram" in record.statement
+    assert "spend: 1.5 (1 for 1 release(s) + 0.5 for the histogram" in record.statement
     transformer.transform(counts)
     merged = record.merge(transformer.last_guarantee_)
     assert merged.spend == accountant.spent == 2.5 and merged.release_spend == 2.0
     with pytest.raises(ValueError, match="histogram_epsilon"):
         LPLPTransformer(n_groups=10, weights="dp-histogram").fit(counts)
+    # Another fit releases (and charges) its own histogram: its records do not merge.
+    refit = clone(transformer).fit(counts)
+    assert accountant.spent == 3.0
+    refit.transform(counts)
+    with pytest.raises(ValueError, match="histogram_id"):
+        record.merge(refit.last_guarantee_)
+
+
+def test_a_weights_array_is_checked_before_the_histogram_is_charged(counts):
+    accountant = dxp.Accountant()
+    transformer = LPLPTransformer(
+        n_groups=4,
+        grouping="frequency",
+        grouping_params={"order": "histogram"},
+        weights=np.ones(counts.shape[1] + 1),  # one number too many
+        histogram_epsilon=0.5,
+        accountant=accountant,
+    )
+    with pytest.raises(ValueError, match="one number per feature"):
+        transformer.fit(counts)
+    assert accountant.spent == 0
 
 
 @pytest.mark.parametrize("uncompressed", [None, "all features"])

@@ -191,12 +191,13 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             embeddings=table,
             histogram=release_histogram,
         )
+        # Weights first: a bad weights array is refused before a grouping spends anything.
+        weights, weights_source = public_weights(self.weights, context)
         if n_groups == n_features:  # nothing to compress: no grouping (nor histogram) needed
             groups, grouping = identity_grouping(context), "none"
         else:
             groups = make_groups(self.grouping, context, **(self.grouping_params or {}))
             grouping = self.grouping
-        weights, weights_source = public_weights(self.weights, context)
         self.release_ = LPLPRelease(
             groups,
             epsilon=self.epsilon,

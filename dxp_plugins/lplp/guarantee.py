@@ -35,6 +35,8 @@ class LPLPGuarantee:
     embeddings: str  # fingerprint of the public embeddings used by the grouping, or ""
     rng: str
     releases: int = 1
+    #: Which DP histogram release (one per fit) ``histogram_epsilon`` paid for.
+    histogram_id: str | None = None
     mechanism: str = "lplp"
     library_version: str = field(default_factory=_library_version)
 
@@ -69,7 +71,7 @@ class LPLPGuarantee:
             text += (
                 f" A DP corpus histogram ({self.n_changes}, {self.histogram_epsilon:g}) "
                 f"was released centrally for the grouping/weights: documents in that corpus "
-                f"spend {self.histogram_epsilon:g} more. Total charged: {self.spend:g} "
+                f"spend {self.histogram_epsilon:g} more. This record's spend: {self.spend:g} "
                 f"({self.release_spend:g} for {self.releases} release(s) + "
                 f"{self.histogram_epsilon:g} for the histogram, once)."
             )
@@ -84,7 +86,8 @@ class LPLPGuarantee:
 
     def merge(self, other: LPLPGuarantee) -> LPLPGuarantee:
         """Both releases together (same settings; documents and releases add up). A DP
-        histogram is counted once: both must come from the same fit, which released it."""
+        histogram is counted once, so records of different histogram releases (different
+        fits) are refused: each of those charged its own histogram."""
         keys = (
             "epsilon",
             "claimed_epsilon",
@@ -97,6 +100,7 @@ class LPLPGuarantee:
             "calibration",
             "embeddings",
             "rng",
+            "histogram_id",
         )
         for key in keys:
             if getattr(self, key) != getattr(other, key):

@@ -12,6 +12,7 @@ post-processing of the noisy counts, so they keep the guarantee.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,8 @@ class LPLPRelease:
             if histogram_epsilon is None
             else check_epsilon(histogram_epsilon, "histogram_epsilon")
         )
+        #: Names the histogram release this object's records pay for (merge refuses others).
+        self.histogram_id = None if self.histogram_epsilon is None else secrets.token_hex(8)
         self.embeddings = embeddings
         self._random = (
             random_state if isinstance(random_state, RandomSource) else RandomSource(random_state)
@@ -114,6 +117,7 @@ class LPLPRelease:
             grouping=self.grouping,
             weights=self.weights_source,
             histogram_epsilon=self.histogram_epsilon,
+            histogram_id=self.histogram_id,
             calibration=self.calibration,
             documents=documents,
             embeddings=self.embeddings,
