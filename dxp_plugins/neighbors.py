@@ -142,20 +142,23 @@ class NeighborIndex:
         self._ties = TieGroups.find(table.vectors)
 
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
-        """The rows ``[y, -||y||^2 / 2]`` (float32), searched in place by ``faiss.knn``: no
-        index holds a second copy, and no temporary is as large as the table."""
+        """The rows ``[y - c, -||y - c||^2 / 2]`` (float32) for the table's centroid ``c``,
+        searched in place by ``faiss.knn``: no index holds a second copy, and no temporary is
+        as large as the table. Centring keeps the scores small when the whole table sits far
+        from the origin (float32 would round away the differences between rows)."""
+        self._center = _mean_row(vectors)
         augmented = np.empty((len(vectors), self.dim + 1), dtype=np.float32)
-        augmented[:, : self.dim] = vectors
         for start in range(0, len(vectors), 8192):
-            rows = vectors[start : start + 8192].astype(np.float64)
+            rows = vectors[start : start + 8192].astype(np.float64) - self._center
+            augmented[start : start + 8192, : self.dim] = rows
             augmented[start : start + 8192, self.dim] = -0.5 * np.einsum("ij,ij->i", rows, rows)
         return augmented
 
     def _nearest(self, queries: np.ndarray) -> np.ndarray:
-        """Row of the largest score ``q.y - ||y||^2 / 2`` per float32 query (faiss BLAS)."""
+        """Row of the largest score ``(q - c).(y - c) - ||y - c||^2 / 2`` per query."""
         faiss = _faiss()
         augmented = np.ones((len(queries), self.dim + 1), dtype=np.float32)
-        augmented[:, : self.dim] = queries
+        augmented[:, : self.dim] = queries - self._center
         _, ids = faiss.knn(augmented, self._data, 1, metric=faiss.METRIC_INNER_PRODUCT)
         return np.asarray(ids[:, 0], dtype=np.int64)
 
@@ -171,7 +174,7 @@ class NeighborIndex:
 
     def search_raw(self, queries: np.ndarray) -> np.ndarray:
         """faiss's nearest row per query, without tie-breaking (-1 where it found none)."""
-        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        queries = np.asarray(queries)  # float64 noisy vectors are centred before float32
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise ValueError(f"queries must have shape (n, {self.dim})")
         if len(queries) == 0:
@@ -241,6 +244,7 @@ class HNSWIndex(NeighborIndex):
         return index
 
     def _nearest(self, queries: np.ndarray) -> np.ndarray:
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
         _, ids = self._data.search(queries, 1)  # an L2 graph: approximate, misses cost utility
         return np.asarray(ids[:, 0], dtype=np.int64)
 
@@ -255,6 +259,14 @@ class HNSWIndex(NeighborIndex):
             "ef_construction": self._ef_construction,
             "ef_search": self._ef_search,
         }
+
+
+def _mean_row(vectors: np.ndarray) -> np.ndarray:
+    """The float64 mean of the rows (summed in blocks: no float64 copy of the table)."""
+    total = np.zeros(vectors.shape[1], dtype=np.float64)
+    for start in range(0, len(vectors), 8192):
+        total += vectors[start : start + 8192].sum(axis=0, dtype=np.float64)
+    return total / max(len(vectors), 1)
 
 
 def exact_search(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:

@@ -44,6 +44,16 @@ def test_exact_index_stays_exact_when_the_noise_is_huge(glove_5k, epsilon):
     np.testing.assert_array_equal(found, exact_search(glove_5k.vectors, queries))
 
 
+def test_exact_index_stays_exact_for_a_table_far_from_the_origin():
+    """Scores q.y - ||y||^2/2 of rows near 300 lose their differences in float32: centre."""
+    rng = np.random.default_rng(3)
+    points = 300.0 + rng.normal(0, 0.05, (2000, 16))
+    table = EmbeddingTable([f"w{i}" for i in range(2000)], points)
+    queries = table.vectors[rng.integers(0, 2000, 500)] + rng.normal(0, 0.02, (500, 16))
+    found = get_index(table, "exact").search_raw(queries)
+    np.testing.assert_array_equal(found, exact_search(table.vectors, queries))
+
+
 def test_index_is_cached_per_table_and_settings(glove_5k):
     assert get_index(glove_5k, "exact") is get_index(glove_5k, "exact")
     hnsw = get_index(glove_5k, "hnsw", m=16, ef_search=32)
