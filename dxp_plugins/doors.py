@@ -222,14 +222,33 @@ class DoorSettings:
         return functools.partial(_select, self.pos, self.entities, predicate)
 
 
+#: spaCy's built-in components that never set ``doc.ents`` (any other component might).
+_NEVER_SET_ENTS = frozenset(
+    {
+        "tok2vec", "transformer", "tagger", "morphologizer", "parser", "senter",
+        "sentencizer", "attribute_ruler", "lemmatizer", "trainable_lemmatizer", "textcat",
+        "textcat_multilabel", "spancat", "spancat_singlelabel", "span_finder",
+        "entity_linker", "dxp_privatizer",
+    }
+)  # fmt: skip
+
+
 def entity_labels(nlp: Any) -> frozenset[str] | None:
-    """Entity types the components of ``nlp`` that set ``doc.ents`` can assign; None when it
-    has no such component or one whose labels are unknown (custom, or not loaded yet)."""
+    """Entity types the components of ``nlp`` can assign to ``doc.ents``; None when that is
+    unknown: no entity component, one whose labels are not loaded, or a component that may
+    set entities without saying so (a custom one; a ``span_ruler`` with ``annotate_ents``
+    counts with its labels)."""
     labels: set[str] = set()
     found = False
     for name, component in nlp.pipeline:
-        if "doc.ents" not in nlp.get_pipe_meta(name).assigns:
-            continue
+        meta = nlp.get_pipe_meta(name)
+        sets_ents = "doc.ents" in meta.assigns or (
+            meta.factory == "span_ruler" and getattr(component, "annotate_ents", False)
+        )
+        if not sets_ents:
+            if meta.factory in _NEVER_SET_ENTS or meta.factory == "span_ruler":
+                continue
+            return None
         found = True
         names = getattr(component, "labels", None)
         if not names:

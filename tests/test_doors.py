@@ -164,6 +164,20 @@ def test_entity_types_are_checked_against_the_pipeline():
             DoorSettings.create(epsilon=1.0, entities=labels).check_entities(nlp)
     for labels in (["PERSON"], ["*"], ["*", "GPE"]):
         DoorSettings.create(epsilon=1.0, entities=labels).check_entities(nlp)
+    # A span_ruler with annotate_ents adds its labels (it does not declare doc.ents).
+    spans = nlp.add_pipe("span_ruler", config={"annotate_ents": True, "overwrite": False})
+    spans.add_patterns([{"label": "SECRET", "pattern": "zq7"}])
+    DoorSettings.create(epsilon=1.0, entities=["SECRET", "GPE"]).check_entities(nlp)
+    with pytest.raises(ValueError, match="'SECRT'"):
+        DoorSettings.create(epsilon=1.0, entities=["SECRT"]).check_entities(nlp)
+    # A custom component may set entities without saying so: nothing to check against.
+    nlp.add_pipe("dxp_test_sets_ents")
+    DoorSettings.create(epsilon=1.0, entities=["ANYTHING"]).check_entities(nlp)
+
+
+@spacy.Language.component("dxp_test_sets_ents")
+def _sets_ents(doc):
+    return doc
 
 
 def test_text_path_takes_a_selection(monkeypatch, glove_5k):

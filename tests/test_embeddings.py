@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -92,6 +93,9 @@ def test_copied_vectors_can_never_be_made_writable():
     with pytest.raises(ValueError):
         table.vectors.setflags(write=True)
     assert table.vectors[0, 0] == 1.0 and table.fingerprint == fingerprint
+    for duplicate in (pickle.loads(pickle.dumps(table)), copy.deepcopy(table)):
+        with pytest.raises(ValueError):
+            duplicate.vectors.setflags(write=True)
 
 
 def test_pickle_round_trip_drops_derived_caches(glove_5k):

@@ -193,6 +193,8 @@ def test_oov_error_says_its_index_counts_the_batch():
     with pytest.raises(dxp.OOVError, match="document 1 of this batch of 2") as error:
         list(nlp.pipe(["the team", "the zq7secret team", "the fans"], batch_size=2))
     assert "zq7secret" not in str(error.value)
+    with pytest.raises(dxp.OOVError, match="document 0 of this batch of 1"):  # a last batch
+        list(nlp.pipe(["the team", "the fans", "zq7secret"], batch_size=2))
     with pytest.raises(dxp.OOVError, match="document 0 "):
         nlp("zq7secret")
 

@@ -73,6 +73,9 @@ def test_beta_is_validated_on_assignment(plane, beta, error):
     with pytest.raises(error):
         mech.beta = beta
     assert mech.beta == 0.1 and math.isfinite(mech.gamma)
+    with pytest.raises(ValueError, match="beta"):
+        mech.beta = 0.99  # a probability, but gamma <= 0 for 30 words (Theorem 4.2)
+    assert mech.beta == 0.1 and math.isfinite(mech.gamma)
 
 
 def test_beta_too_large_for_the_vocabulary():

@@ -64,8 +64,8 @@ class EmbeddingTable:
             raise ValueError(
                 f"vectors has {matrix.shape[0]} rows but there are {len(word_tuple)} words"
             )
-        if copy:  # over an immutable bytes object: can never be made writable again
-            matrix = np.frombuffer(matrix.tobytes(), dtype=np.float32).reshape(matrix.shape)
+        if copy:
+            matrix = _immutable(matrix)
         else:
             matrix.setflags(write=False)
         self._words = word_tuple
@@ -134,7 +134,7 @@ class EmbeddingTable:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._vectors.setflags(write=False)
+        self._vectors = _immutable(self._vectors)
 
     def word_array(self) -> np.ndarray:
         """The words as a numpy object array (for vectorised id -> word mapping)."""
@@ -248,3 +248,8 @@ class EmbeddingTable:
         rows = np.fromiter((row for row, _ in pairs), dtype=np.int64, count=len(pairs))
         data = np.asarray(vectors.data)
         return cls([word for _, word in pairs], data[rows], name=name)
+
+
+def _immutable(matrix: np.ndarray) -> np.ndarray:
+    """A float32 copy over an immutable bytes object: it can never be made writable again."""
+    return np.frombuffer(matrix.tobytes(), dtype=np.float32).reshape(matrix.shape)

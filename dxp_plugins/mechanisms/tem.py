@@ -394,9 +394,10 @@ class TEM(Mechanism):
     def beta(self, value: float | None) -> None:
         if value is None and self._gamma is None:
             raise ValueError("beta is required when no explicit gamma is set")
-        self._beta = None if value is None else check_probability(value, "beta")
-        if self._beta is not None and self._gamma is None:
-            theorem_4_2_gamma(self.epsilon, self._beta, len(self.embeddings))  # validates
+        beta = None if value is None else check_probability(value, "beta")
+        if beta is not None and self._gamma is None:
+            theorem_4_2_gamma(self.epsilon, beta, len(self.embeddings))  # validates, or raises
+        self._beta = beta  # only once valid: a refused value leaves the old one
 
     @property
     def gamma(self) -> float:

@@ -132,14 +132,14 @@ class Privatizer:
 
     # -- processing ----------------------------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
-        return self._privatize([doc])[0]
+        return self._privatize([doc], in_batch=False)[0]
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
         """Privatize ``batch_size`` docs per mechanism call (one shared neighbour search)."""
         for batch in util.minibatch(stream, size=batch_size):
-            yield from self._privatize(list(batch))
+            yield from self._privatize(list(batch), in_batch=True)
 
-    def _privatize(self, docs: list[Doc]) -> list[Doc]:
+    def _privatize(self, docs: list[Doc], in_batch: bool) -> list[Doc]:
         select = self._select
         texts = [
             TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
@@ -147,7 +147,7 @@ class Privatizer:
         try:
             results = privatize_tokenized(texts, self.mechanism)
         except OOVError as error:  # its index counts docs of this batch, not of the stream
-            if error.document is None or len(docs) == 1:
+            if error.document is None or not in_batch:
                 raise
             raise OOVError(
                 f"out-of-vocabulary token under oov='raise' in document {error.document} of "
