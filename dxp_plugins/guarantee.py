@@ -4,6 +4,12 @@ A :class:`Guarantee` describes one release: which mechanism, epsilon and metric,
 public embeddings (fingerprint), how many tokens were privatized and how many passed
 through unchanged, the OOV policy and whether the noise was secure or seeded.
 
+A record travels with the private text (``doc._.dxp_guarantee``, ``--report``), so it holds
+only what the release already shows: token counts (the output's length and its unchanged
+tokens). It never holds a count of out-of-vocabulary inputs: under the default ``oov="unk"``
+they are privatized like any word, and their number is a noiseless function of the private
+text (the leak PRIVACY.md 20 forbids "drop" for).
+
 Metric DP composes additively over token positions: two documents of equal length
 ``x, x'`` give outputs whose likelihood ratio is at most ``exp(sum_i epsilon * d(x_i, x'_i))``.
 ``spend`` is ``sum_i epsilon`` over privatized tokens, i.e. the bound per unit of the
@@ -43,7 +49,6 @@ class Guarantee:
     vocab_size: int
     tokens_privatized: int
     tokens_passed_through: int
-    oov_tokens: int
     oov_policy: str
     rng: str
     releases: int = 1
@@ -90,7 +95,6 @@ class Guarantee:
             self,
             tokens_privatized=self.tokens_privatized + other.tokens_privatized,
             tokens_passed_through=self.tokens_passed_through + other.tokens_passed_through,
-            oov_tokens=self.oov_tokens + other.oov_tokens,
             releases=self.releases + other.releases,
         )
 

@@ -243,7 +243,7 @@ def _privatize_batch(
     is_word = vocabulary_test(mechanism)
     for empty in blank:
         if empty:
-            yield PrivateText("", mechanism.guarantee(0, 0, 0))
+            yield PrivateText("", mechanism.guarantee(0, 0))
             continue
         doc, (words, guarantee) = next(results)
         yield PrivateText(

@@ -29,7 +29,7 @@ def test_registry_defaults_and_guarantee(glove_5k):
     out = mech.privatize(["the", "house", "qzxv-not-a-word"])
     assert all(word in glove_5k for word in out)
     record = mech.last_guarantee
-    assert record.metric == "hamming" and record.oov_tokens == 1
+    assert record.metric == "hamming" and record.tokens_privatized == 3
     assert record.embeddings == mech.fingerprint != glove_5k.fingerprint
     assert "Hamming distance" in record.statement
     assert mech.fingerprint != dxp.BRR(glove_5k, epsilon=1.0, n_bits=64).fingerprint

@@ -192,5 +192,5 @@ def test_text_path_takes_a_selection(monkeypatch, glove_5k):
 
 
 def test_guarantee_dicts_read_back(glove_5k):
-    record = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1, 1)
+    record = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1)
     assert dxp.Guarantee.from_dict(record.to_dict()) == record

@@ -25,7 +25,6 @@ def test_record_names_everything_a_release_guarantees(glove_5k):
         vocab_size=5000,
         tokens_privatized=3,
         tokens_passed_through=0,
-        oov_tokens=1,
         oov_policy="unk",
         rng="secure",
         library_version=dxp.__version__,
@@ -36,10 +35,10 @@ def test_record_names_everything_a_release_guarantees(glove_5k):
 
 
 def test_merge_adds_counts_and_refuses_different_settings(glove_5k):
-    a = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1, 0)
-    b = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(2, 0, 1)
+    a = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1)
+    b = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(2, 0)
     merged = a.merge(b)
-    assert (merged.tokens_privatized, merged.tokens_passed_through, merged.oov_tokens) == (5, 1, 1)
+    assert (merged.tokens_privatized, merged.tokens_passed_through) == (5, 1)
     assert merged.releases == 2 and merged.spend == 10.0
     with pytest.raises(ValueError, match="epsilon"):
         a.merge(dxp.Madlib(glove_5k, epsilon=3.0).guarantee(1))

@@ -43,7 +43,7 @@ def test_fresh_noise_for_every_call(glove_5k):
 def test_privatize_ids_accepts_unk_and_validates(mech):
     out = mech.privatize_ids(np.array([0, 5, OOV_ID]))
     assert out.dtype == np.int64 and out.shape == (3,)
-    assert mech.last_guarantee.oov_tokens == 1
+    assert mech.last_guarantee.tokens_privatized == 3
     for bad in ([5000], [-2], [[1, 2]], [0.5], ["a"], [True]):
         with pytest.raises(ValueError):
             mech.privatize_ids(np.array(bad))
@@ -56,7 +56,15 @@ def test_oov_default_privatizes_the_public_unk_point(mech):
     canary = "zq7canaryxx"
     out = mech.privatize([canary, "hockey"] * 20)
     assert canary not in out
-    assert mech.last_guarantee.oov_tokens == 20 and mech.last_guarantee.tokens_privatized == 40
+    assert mech.last_guarantee.tokens_privatized == 40
+
+
+def test_guarantee_does_not_count_oov_inputs(mech):
+    """Under oov='unk' an OOV word is privatized like any other: the record of a release
+    must not tell which (or how many) inputs were out of vocabulary (PRIVACY.md 20)."""
+    _, with_oov = mech.privatize_batch([["send", "it", "to", "zq7canaryxx"]])
+    _, without = mech.privatize_batch([["send", "it", "to", "alice"]])
+    assert with_oov[0].to_dict() == without[0].to_dict()
 
 
 def test_oov_raise_names_position_not_token(glove_5k):
@@ -74,7 +82,7 @@ def test_oov_passthrough_is_a_warned_counted_opt_in(glove_5k):
     out = mech.privatize(["zq7canaryxx", "hockey"])
     assert out[0] == "zq7canaryxx"
     record = mech.last_guarantee
-    assert (record.tokens_privatized, record.tokens_passed_through, record.oov_tokens) == (1, 1, 1)
+    assert (record.tokens_privatized, record.tokens_passed_through) == (1, 1)
     assert record.oov_policy == "passthrough"
 
 
@@ -87,7 +95,6 @@ def test_batch_gives_one_guarantee_per_document(mech):
     outputs, guarantees = mech.privatize_batch([["hockey", "team"], [], ["zq7canaryxx"]])
     assert [len(doc) for doc in outputs] == [2, 0, 1]
     assert [g.tokens_privatized for g in guarantees] == [2, 0, 1]
-    assert [g.oov_tokens for g in guarantees] == [0, 0, 1]
     assert mech.last_guarantee.tokens_privatized == 3 and mech.last_guarantee.releases == 3
 
 

@@ -127,9 +127,7 @@ class Mechanism(ABC):
         """``"secure"`` or ``"seeded"``."""
         return self._random.mode
 
-    def guarantee(
-        self, tokens_privatized: int, tokens_passed_through: int = 0, oov_tokens: int = 0
-    ) -> Guarantee:
+    def guarantee(self, tokens_privatized: int, tokens_passed_through: int = 0) -> Guarantee:
         """The guarantee record of a release with these counts."""
         return Guarantee(
             mechanism=self.name,
@@ -139,7 +137,6 @@ class Mechanism(ABC):
             vocab_size=len(self.embeddings),
             tokens_privatized=tokens_privatized,
             tokens_passed_through=tokens_passed_through,
-            oov_tokens=oov_tokens,
             oov_policy=self.oov,
             rng=self.rng_mode,
         )
@@ -180,11 +177,10 @@ class Mechanism(ABC):
             output[passed] = [flat[i] for i in passed.tolist()]
         bounds = np.r_[0, np.cumsum(lengths)]
         doc_released = np.diff(np.r_[0, np.cumsum(released)][bounds])
-        doc_oov = np.diff(np.r_[0, np.cumsum(oov)][bounds])
         outputs = [output[bounds[i] : bounds[i + 1]].tolist() for i in range(len(docs))]
         guarantees = [
-            self.guarantee(int(n_released), int(n_tokens - n_released), int(n_oov))
-            for n_released, n_tokens, n_oov in zip(doc_released, lengths, doc_oov, strict=True)
+            self.guarantee(int(n_released), int(n_tokens - n_released))
+            for n_released, n_tokens in zip(doc_released, lengths, strict=True)
         ]
         self.last_guarantee = Guarantee.combine(guarantees)
         return outputs, guarantees
@@ -198,7 +194,7 @@ class Mechanism(ABC):
             raise ValueError(f"ids must lie in [-1, {len(self.embeddings)})")
         array = array.astype(np.int64)  # after the range check: uint64 cannot wrap to -1
         out = self._release(array)
-        self.last_guarantee = self.guarantee(len(array), 0, int(np.sum(array == OOV_ID)))
+        self.last_guarantee = self.guarantee(len(array), 0)
         return out
 
     # -- shared machinery --------------------------------------------------------------------

@@ -115,12 +115,10 @@ class BRR(Mechanism):
         text = f"{self.embeddings.fingerprint}:{self.codes.fingerprint}"
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def guarantee(
-        self, tokens_privatized: int, tokens_passed_through: int = 0, oov_tokens: int = 0
-    ) -> Guarantee:
+    def guarantee(self, tokens_privatized: int, tokens_passed_through: int = 0) -> Guarantee:
         import dataclasses
 
-        record = super().guarantee(tokens_privatized, tokens_passed_through, oov_tokens)
+        record = super().guarantee(tokens_privatized, tokens_passed_through)
         return dataclasses.replace(record, embeddings=self.fingerprint)
 
     def _input_codes(self, ids: np.ndarray) -> np.ndarray:
