@@ -7,21 +7,21 @@ Every object that draws noise owns one :class:`RandomSource`:
 * seeded (``seed=int``): an explicit opt-in for reproducible experiments; it warns with
   :class:`~dxp_plugins.errors.SeededRandomnessWarning` and guarantees say ``"seeded"``.
 
-The generator never leaves the object: it is excluded from pickles and ``repr``. After a
-``fork`` (or when an unpickled copy is first used in another process) the source re-keys:
-secure sources draw a fresh OS key, seeded sources derive a stream from ``(seed, pid)``,
-so worker processes (``nlp.pipe(n_process=2)``) never replay one noise stream. A seeded
-run is therefore reproducible within one process only.
+The generator never leaves the object: it is excluded from pickles and ``repr``.
 
-Copies never share a generator: a deep copy or an unpickled copy starts afresh. For a
-secure source that is a fresh OS key. For a seeded source in the process that created it,
-that is the seed's own stream from its start, so a seeded object reproduces its first
-release after a save/load round-trip, and a copy and its original draw the *same* noise:
-one more reason seeded noise is for experiments, never for private releases.
+Only the original object, in the process that created it, draws the seed's own stream
+(that is what makes a seeded run reproducible). Every other keying gets a stream of its
+own: after a ``fork`` a secure source draws a fresh OS key and a seeded one derives a
+stream from ``(seed, pid, n)``, where ``n`` counts such keyings in the process; a deep
+copy or an unpickled copy does the same, in any process. So worker processes
+(``nlp.pipe(n_process=2)``), the tasks one worker runs (``Pool.map`` and joblib unpickle a
+mechanism per task) and copies never replay one noise stream on different documents
+(PRIVACY.md 11, 19); copies of a seeded source are not reproducible across runs.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import warnings
@@ -35,6 +35,9 @@ from .errors import SeededRandomnessWarning
 RNGMode = Literal["secure", "seeded"]
 
 _CHACHA_ROUNDS = 20
+
+#: Numbers the seeded keyings of copies and forked objects in this process (module doc).
+_KEYINGS = itertools.count()
 
 
 def _secure_generator() -> np.random.Generator:
@@ -77,6 +80,7 @@ class RandomSource:
                 stacklevel=3,
             )
         self._origin_pid = os.getpid()
+        self._is_copy = False
         self._lock = threading.Lock()
         self._pid = -1
         self._generator: np.random.Generator | None = None
@@ -112,10 +116,9 @@ class RandomSource:
     def _new_generator(self, pid: int) -> np.random.Generator:
         if self._seed is None:
             return _secure_generator()
-        # The process that created the source replays the seed's own stream; any other
-        # process (a fork or an unpickled copy in a worker) gets a stream of its own.
-        stream = () if pid == self._origin_pid else (pid,)
-        return _seeded_generator(self._seed, stream)
+        if pid == self._origin_pid and not self._is_copy:
+            return _seeded_generator(self._seed, ())  # the original: the seed's own stream
+        return _seeded_generator(self._seed, (pid, next(_KEYINGS)))
 
     def __getstate__(self) -> dict[str, Any]:
         # Never the generator or its state (PRIVACY.md 18).
@@ -124,12 +127,13 @@ class RandomSource:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._seed = state["seed"]
         self._origin_pid = state["origin_pid"]
+        self._is_copy = True
         self._lock = threading.Lock()
         self._pid = -1
         self._generator = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RandomSource:
-        # A copy never shares the original's generator; it starts afresh (module docstring).
+        # A copy never shares the original's generator nor replays its stream (module doc).
         copy = RandomSource.__new__(RandomSource)
         copy.__setstate__(self.__getstate__())
         return copy

@@ -8,7 +8,7 @@ Randomness (PRIVACY.md 16-19): the component owns one
 :class:`~dxp_plugins._random.RandomSource`, created where the component is configured, and
 lends it to the lazily built mechanism. Worker processes of ``nlp.pipe(n_process=2)``
 (forked or unpickled) therefore re-key: secure sources draw a fresh OS key, seeded sources a
-stream derived from (seed, pid), so no two workers replay one noise stream.
+stream derived from (seed, pid, n), so no two workers replay one noise stream.
 
 Serialization stores configuration only (and the fingerprint of the embeddings once they are
 loaded, to refuse different embeddings later): never noise, generator state or input text.
