@@ -119,13 +119,18 @@ class Accountant:
 
     An accountant is a shared ledger: ``copy.copy``/``copy.deepcopy`` (and so scikit-learn's
     ``clone``, which ``GridSearchCV`` uses) return the same object, so every fit of a clone
-    is charged to it. A pickle, and so a worker process, gets its own copy.
+    is charged to it. A pickle, and so a worker process (``n_jobs`` with processes,
+    ``nlp.pipe(n_process=2)``) or a saved and loaded model, gets a copy that the original
+    never hears from. A copy without a cap records its own releases; a copy *with* a cap
+    refuses every charge (fails closed), because each copy would otherwise enforce the cap
+    on its own and their total could exceed it.
     """
 
     def __init__(self, cap: float | None = None) -> None:
         if cap is not None and not _is_amount(cap):
             raise ValueError("cap must be a finite number >= 0 or None")
         self.cap = None if cap is None else float(cap)
+        self._is_copy = False
         self._lock = threading.Lock()
         self.spent = 0.0
         self.tokens_privatized = 0
@@ -144,6 +149,13 @@ class Accountant:
         """
         if not _is_amount(spend):
             raise ValueError("spend must be a finite number >= 0")
+        if self.cap is not None and self._is_copy:
+            raise BudgetExceededError(
+                f"this Accountant (cap {self.cap:g}) is a copy made by pickling (a worker "
+                "process or a loaded object): its cap cannot hold together with the "
+                "original's. Release in one process (n_jobs=1, n_process=1 or a thread "
+                "backend), or give this copy an Accountant(cap=...) of its own"
+            )
         with self._lock:
             if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
                 raise BudgetExceededError(
@@ -167,10 +179,13 @@ class Accountant:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._is_copy = True
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         cap = "no cap" if self.cap is None else f"cap={self.cap:g}"
+        if self.cap is not None and self._is_copy:
+            cap += ", pickled copy: refuses charges"
         return f"Accountant(spent={self.spent:g}, releases={self.releases}, {cap})"
 
 

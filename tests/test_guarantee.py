@@ -111,3 +111,36 @@ def test_copies_share_one_ledger(glove_5k):
     assert accountant.spent == 3.0
     with pytest.raises(dxp.BudgetExceededError):
         copy.deepcopy(mech).privatize_ids(np.arange(3))
+
+
+def test_a_pickled_copy_of_a_capped_ledger_fails_closed(glove_5k):
+    """Each copy enforcing the cap on its own would not bound their total: refuse."""
+    capped = Accountant(cap=5)
+    capped.charge(1.0, 1)
+    copy_ = pickle.loads(pickle.dumps(capped))
+    assert (copy_.spent, copy_.cap) == (1.0, 5.0) and "refuses" in repr(copy_)
+    with pytest.raises(dxp.BudgetExceededError, match="copy made by pickling"):
+        copy_.charge(1.0, 1)
+    worker_mech = pickle.loads(pickle.dumps(dxp.Madlib(glove_5k, epsilon=1.0, accountant=capped)))
+    with pytest.raises(dxp.BudgetExceededError):
+        worker_mech.privatize_ids(np.arange(2))
+    capped.charge(4.0, 4)  # the original still charges up to its cap
+    uncapped = pickle.loads(pickle.dumps(Accountant()))
+    uncapped.charge(2.0, 2)  # a copy without a cap just records its own releases
+    assert uncapped.spent == 2.0
+
+
+def test_process_workers_cannot_spend_a_cap_several_times():
+    """cross_val_score(n_jobs=2) pickles the pipeline into worker processes: with a capped
+    accountant it must refuse, not let 3 folds x 2 releases spend 6 under a cap of 2.5."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+
+    rng = np.random.default_rng(0)
+    counts, labels = rng.poisson(1.0, size=(60, 8)), rng.integers(0, 2, 60)
+    accountant = Accountant(cap=2.5)
+    pipe = make_pipeline(dxp.LPLPTransformer(accountant=accountant), LogisticRegression())
+    with pytest.raises(dxp.BudgetExceededError):
+        cross_val_score(pipe, counts, labels, cv=3, n_jobs=2, error_score="raise")
+    assert accountant.spent == 0

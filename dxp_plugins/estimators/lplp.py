@@ -79,7 +79,9 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
     accountant:
         An :class:`~dxp_plugins.Accountant` charged per release (and once for a DP
         histogram). Used as given, never copied: clones (``clone``, ``GridSearchCV``,
-        ``cross_val_score``) charge the same ledger, so its cap holds across them.
+        ``cross_val_score``) in one process charge the same ledger, so its cap holds across
+        them. A process-based ``n_jobs`` worker gets a pickled copy, which refuses to
+        charge when a cap is set (see :class:`~dxp_plugins.Accountant`).
     """
 
     def __init__(

@@ -59,8 +59,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         Texts per mechanism call.
     accountant:
         An :class:`~dxp_plugins.Accountant` that every release charges (its cap refuses a
-        release before any noise is drawn), kept across fits; None (default): a fresh one
-        per ``fit``.
+        release before any noise is drawn), kept across fits and shared by clones in one
+        process; None (default): a fresh one per ``fit``. A pickled copy (a process-based
+        ``n_jobs`` worker, a loaded model) refuses to charge when a cap is set.
 
     The output is always a list of str (``set_output`` does not apply to text).
 
