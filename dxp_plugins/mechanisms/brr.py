@@ -13,6 +13,11 @@ For codes c, c' at Hamming distance h, any noisy code z and p the flip probabili
 for d = Hamming distance between codes (PRIVACY.md 7): the guarantee is per Hamming unit, and
 :func:`dxp_plugins.calibration.equivalent_epsilon` converts it to other metrics.
 
+Float residual (PRIVACY.md 10): a bit flips when a uniform double (a multiple of 2^-53) is
+below p, so the realised flip probability is p rounded *up* to a multiple of 2^-53. More
+flips only strengthen the guarantee; above epsilon ~ 36.7 (p < 2^-53) the realised law is
+about 36.7-private per bit, stronger than stated.
+
 Codes come from the public SimHash binarization (:mod:`dxp_plugins.embeddings.binary`,
 ``n_bits`` default 256) or from the user (``codes=``, validated 0/1 rows). OOV tokens under
 ``oov="unk"`` use a public UNK code: SimHash of the table's UNK point, or the per-bit

@@ -307,6 +307,7 @@ class LawCache:
         return self.nbytes + nbytes <= self.max_bytes
 
     def cached_keys(self) -> list[Hashable]:
+        """The cached ``(settings, word id)`` keys: private (the words privatized so far)."""
         with self._lock:
             return list(self._entries)
 
@@ -342,7 +343,8 @@ class TEM(Mechanism):
     constant_work:
         Same work for every token (PRIVACY.md 27; slower). See the module docstring.
     cache_mb:
-        Bound of the per-word law cache in MiB (0 disables it).
+        Bound of the per-word law cache in MiB (0 disables it). The cache is private
+        state: it fills with the words privatized (see :attr:`cache`).
     """
 
     name = "tem"
@@ -414,7 +416,10 @@ class TEM(Mechanism):
 
     @property
     def cache(self) -> LawCache:
-        """The per-word law cache (public data only: derived from the embeddings)."""
+        """The per-word law cache. Each law is public (a function of the embeddings), but
+        which words are cached is not: the cache fills with the words this object has
+        privatized. Keep a live mechanism as private as the text; pickles and copies carry
+        no cache, and ``cache.clear()`` empties it."""
         return self._cache
 
     def _cache_key(self, epsilon: float, gamma: float) -> tuple[Any, ...]:
