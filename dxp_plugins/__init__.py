@@ -75,7 +75,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY, *_SUBMODULES])
+    return sorted({*__all__, *_SUBMODULES})
 
 
 if TYPE_CHECKING:

@@ -92,7 +92,7 @@ def check_text(value: Any, name: str = "text") -> str:
                 raise ValueError(
                     f"{name} is not valid Unicode (lone surrogate at character {error.start})"
                 ) from None
-        return value
+        return str(value)  # a subclass (numpy.str_) is not accepted by spaCy's tokenizer
     if isinstance(value, bytes | bytearray):
         try:
             return bytes(value).decode("utf-8")

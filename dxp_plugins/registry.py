@@ -41,7 +41,7 @@ def resolve(registry: catalogue.Registry, name: str) -> Any:
         return registry.get(name)
     except catalogue.RegistryError:
         available = ", ".join(names(registry)) or "none"
-        kind = registry.namespace[-1]
+        kind = registry.namespace[-1].removesuffix("s")  # "mechanisms" -> "mechanism"
         raise ValueError(f"unknown {kind} {name!r}; available: {available}") from None
 
 

@@ -190,7 +190,19 @@ def privatize_texts(
     ``nlp`` replaces the public tokenizer by a spaCy pipeline with the same tokenizer (a
     tagger, say, for selection by part of speech).
     """
+    if isinstance(texts, str | bytes | bytearray):
+        raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
+    return _privatize_stream(texts, mechanism, batch_size, select, nlp)
+
+
+def _privatize_stream(
+    texts: Iterable[str | bytes],
+    mechanism: Mechanism,
+    batch_size: int,
+    select: Selector | None,
+    nlp: Any,
+) -> Iterator[PrivateText]:
     batch: list[str] = []
     start = 0  # index of batch[0] among the texts
     for position, text in enumerate(texts):

@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
-from gensim.models import KeyedVectors
+from gensim.models import KeyedVectors, Word2Vec
 from gensim.test.utils import datapath
 
 import dxp_plugins as dxp
@@ -134,6 +134,12 @@ def test_keyed_vectors_loader_from_file_and_object():
         dxp.load_embeddings("keyed-vectors.v1")
     with pytest.raises(ValueError, match="not found"):
         dxp.load_embeddings("keyed-vectors.v1", path="/nonexistent/vectors.txt")
+    with pytest.raises(ValueError, match="no_header=True"):  # not gensim's int() error
+        dxp.load_embeddings("keyed-vectors.v1", path=path)
+    with pytest.raises(TypeError, match=r"model\.wv"):
+        dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=Word2Vec(vector_size=4, min_count=1))
+    with pytest.raises(TypeError, match="from_keyed_vectors"):
+        dxp.Madlib(kv, epsilon=1.0)
 
 
 def test_spacy_vectors_loader_keeps_shared_rows(glove_5k):

@@ -128,7 +128,7 @@ def test_a_user_grouping_plugs_in_through_the_registry():
 
     with pytest.raises(ValueError, match="at least one feature"):
         make_groups("test-broken", ctx)
-    with pytest.raises(ValueError, match="unknown groupings"):
+    with pytest.raises(ValueError, match="unknown grouping "):
         make_groups("no-such-grouping", ctx)
 
 

@@ -259,6 +259,9 @@ def test_pickle_keeps_no_generator_state(counts):
     assert restored.transform(counts[:3]).shape == (3, counts.shape[1])
 
 
+WORDS = [f"w{i}" for i in range(1200)]  # as many feature names as the Lee counts have
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [
@@ -267,7 +270,15 @@ def test_pickle_keeps_no_generator_state(counts):
         ({"vocabulary": ["a", "b"]}, "vocabulary has 2 words"),
         ({"vocabulary": "abc"}, "sequence of words"),
         ({"n_groups": 10, "grouping": "glove-cluster"}, "vocabulary"),
-        ({"n_groups": 10, "grouping": "nope"}, "unknown groupings"),
+        (
+            {
+                "n_groups": 10,
+                "grouping": "glove-cluster",
+                "vocabulary": [f"w{i}" for i in range(1200)],
+            },
+            "missing embeddings=",
+        ),
+        ({"n_groups": 10, "grouping": "nope"}, "unknown grouping "),
         ({"weights": "zipf"}, "vocabulary"),
         ({"weights": "own-counts"}, "weights must be one of"),
         ({"embeddings": 3}, "EmbeddingTable"),

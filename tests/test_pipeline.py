@@ -118,6 +118,7 @@ def test_spacy_load_in_a_fresh_process(tmp_path):
         ({"epsilon": 8.0, "mechanism_params": {"k": 3}}, "unknown option(s) 'k'"),
         ({"epsilon": 8.0, "embeddings": "word2vec"}, "unknown name 'word2vec'"),
         ({"epsilon": 8.0, "pos": ["NOUNZ"]}, "unknown part-of-speech tag"),
+        ({"epsilon": 8.0, "pos": "NOUNZ"}, "unknown part-of-speech tag"),  # one tag as str
     ],
 )
 def test_config_errors(config, message):

@@ -66,10 +66,16 @@ def test_cli_lists_third_party_loader(third_party_entry_points, capsys):
     assert "dxp: warning: embeddings entry 'broken.v1' failed to load" in captured.err
 
 
+def test_package_dir_lists_each_public_name_once():
+    names = dir(dxp)
+    assert len(names) == len(set(names)) and {"Madlib", "TEM", "calibration"} <= set(names)
+    assert not {"annotations", "importlib", "TYPE_CHECKING", "Any"} & set(names)
+
+
 def test_unknown_names_list_what_is_available():
     with pytest.raises(ValueError, match=r"available: .*glove-6b-50d"):
         dxp.load_embeddings("no-such-vectors")
-    with pytest.raises(ValueError, match=r"unknown mechanisms 'nope'.*madlib"):
+    with pytest.raises(ValueError, match=r"unknown mechanism 'nope'.*madlib"):
         dxp.make_mechanism("nope", "glove-6b-50d", epsilon=1.0)
 
 

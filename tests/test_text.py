@@ -84,6 +84,10 @@ def test_batches_are_lazy_and_keep_order(glove_5k):
     assert sum(r.guarantee.tokens_privatized for r in results) == 30
     with pytest.raises(ValueError):
         list(privatize_texts(["x"], mech, batch_size=0))
+    with pytest.raises(TypeError, match="not a single text"):  # not one text per character
+        privatize_texts("hockey team", mech)
+    with pytest.raises(TypeError, match="privatize_text"):
+        mech.privatize("hockey team")
 
 
 def test_oov_error_names_the_callers_text(glove_5k):

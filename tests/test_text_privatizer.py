@@ -52,6 +52,8 @@ def test_input_checks(privatizer):
     with pytest.raises(TypeError, match="text 1 must be str"):
         privatizer.transform(["hockey", 3])
     assert privatizer.transform(np.array(["hockey team"], dtype=object))[0].count(" ") == 1
+    # np.array(texts) holds numpy.str_, a str subclass spaCy's tokenizer refuses as such
+    assert privatizer.transform(np.array(["hockey team", "ice"]))[0].count(" ") == 1
     with pytest.raises(ValueError, match="epsilon is required"):
         TextPrivatizer().fit(TEXTS)
     with pytest.raises(ValueError, match="privatize_at must be one of"):
@@ -142,6 +144,10 @@ def test_pickles_hold_no_generator_state(privatizer):
 def test_text_output_ignores_set_output(privatizer):
     with sklearn.config_context(transform_output="pandas"):
         assert privatizer.fit_transform(["hockey team"])[0].count(" ") == 1
+    assert privatizer.set_output(transform="pandas") is privatizer  # Pipeline.set_output asks
+    assert isinstance(privatizer.fit_transform(["hockey team"]), list)
+    with pytest.raises(ValueError, match="transform must be"):
+        privatizer.set_output(transform="arrow")
 
 
 def test_tags():

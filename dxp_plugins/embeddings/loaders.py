@@ -114,11 +114,24 @@ def load_keyed_vectors(
                 # gensim re-opens the file without closing it when no_header=True; the
                 # handle is released when the call returns, inside this block.
                 warnings.simplefilter("ignore", ResourceWarning)
-                keyed_vectors = KeyedVectors.load_word2vec_format(
-                    str(path), binary=binary, no_header=no_header, limit=vocab_size
-                )
+                try:
+                    keyed_vectors = KeyedVectors.load_word2vec_format(
+                        str(path), binary=binary, no_header=no_header, limit=vocab_size
+                    )
+                except ValueError:
+                    if binary or no_header:
+                        raise
+                    raise ValueError(
+                        f"{path} has no word2vec header line (vocabulary size, dimension); "
+                        "GloVe text files have none: pass no_header=True"
+                    ) from None
     if not isinstance(keyed_vectors, KeyedVectors):
-        raise TypeError("keyed_vectors must be a gensim KeyedVectors")
+        hint = (
+            " (for a Word2Vec or FastText model pass model.wv)"
+            if hasattr(keyed_vectors, "wv")
+            else ""
+        )
+        raise TypeError("keyed_vectors must be a gensim KeyedVectors" + hint)
     ordered = from_file if frequency_ordered is None else frequency_ordered
     table = EmbeddingTable.from_keyed_vectors(
         keyed_vectors, frequency_ordered=ordered, name="keyed-vectors"

@@ -63,7 +63,8 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         process; None (default): a fresh one per ``fit``. A pickled copy (a process-based
         ``n_jobs`` worker, a loaded model) refuses to charge when a cap is set.
 
-    The output is always a list of str (``set_output`` does not apply to text).
+    The output is always a list of str: ``set_output`` (which ``Pipeline.set_output`` calls
+    on every step) is accepted and leaves it so.
 
     Attributes
     ----------
@@ -144,6 +145,15 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
         """Fit, then privatize ``X`` (whatever ``privatize_at`` says)."""
         return self.fit(X, y)._privatize(X)
+
+    def set_output(self, *, transform: str | None = None) -> TextPrivatizer:
+        """Accept ``Pipeline.set_output``: text output stays a list of str whatever the
+        container asked for (the next step, e.g. a vectorizer, reads it as usual)."""
+        if transform not in (None, "default", "pandas", "polars"):
+            raise ValueError(
+                "transform must be 'default', 'pandas', 'polars' or None, got " + repr(transform)
+            )
+        return self
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

@@ -48,9 +48,16 @@ class GroupingContext:
 
     def word_ids(self) -> np.ndarray:
         """Row of each feature in the embeddings (``OOV_ID`` = -1 when absent)."""
-        if self.words is None or self.embeddings is None:
+        missing = [
+            argument
+            for argument, value in (("vocabulary=", self.words), ("embeddings=", self.embeddings))
+            if value is None
+        ]
+        if missing:
             raise ValueError(
-                "this grouping needs the feature words (vocabulary=...) and public embeddings"
+                "this grouping needs the feature words and public embeddings: missing "
+                + " and ".join(missing)
+                + " (e.g. embeddings='glove-6b-50d')"
             )
         if self._ids is None:
             self._ids = self.embeddings.lookup(list(self.words))

@@ -69,7 +69,10 @@ class Mechanism(ABC):
 
             embeddings = load_embeddings(embeddings)
         if not isinstance(embeddings, EmbeddingTable):
-            raise TypeError("embeddings must be an EmbeddingTable or a registry name")
+            raise TypeError(
+                "embeddings must be an EmbeddingTable or a registry name (gensim vectors: "
+                "dxp_plugins.EmbeddingTable.from_keyed_vectors(kv))"
+            )
         self.embeddings = embeddings
         self.epsilon = epsilon
         self.oov = check_choice(oov, "oov", OOV_POLICIES)
@@ -221,7 +224,10 @@ class Mechanism(ABC):
     @staticmethod
     def _as_tokens(doc: Any, position: int) -> Sequence[str]:
         if isinstance(doc, str) or not isinstance(doc, Sequence):
-            raise TypeError(f"document {position} must be a sequence of str tokens")
+            raise TypeError(
+                f"document {position} must be a sequence of str tokens (for raw text use "
+                "dxp_plugins.privatize_text, which tokenizes)"
+            )
         for token in doc:
             if not isinstance(token, str):
                 raise TypeError(f"document {position} holds a {type(token).__name__}, not str")
