@@ -59,6 +59,7 @@ class GroupingContext:
                 + " and ".join(missing)
                 + " (e.g. embeddings='glove-6b-50d')"
             )
+        assert self.words is not None and self.embeddings is not None
         if self._ids is None:
             self._ids = self.embeddings.lookup(list(self.words))
         return self._ids
