@@ -4,7 +4,7 @@ Table 1: sample outputs of Madlib for "encryption", "hockey" and "spacecraft" at
 epsilon on GloVe 6B 50d (all 400k words, exact search). Fig. 2: histograms of N_w and S_w
 over a word sample at several epsilon. Figs. 3-4 (mean N_w / S_w against epsilon for
 several embeddings): GloVe 50d is the only English embedding that installs offline here
-(../shared/DATA.md), so the curves compare vocabularies of 10k, 100k and 400k words of it.
+(dxp_plugins/datasets.py), so the curves compare vocabularies of 10k, 100k and 400k words of it.
 
     python benchmarks/repro_madlib_table1.py                    # default, a few minutes
     python benchmarks/repro_madlib_table1.py --full             # 1000 words x 1000 draws, exact

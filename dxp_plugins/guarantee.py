@@ -115,7 +115,9 @@ class Accountant:
     """Sums spend across releases; with ``cap`` set, refuses releases that would exceed it.
 
     The total is kept as aggregates (not a list of records), so streaming a huge corpus
-    through one accountant uses constant memory. Thread-safe.
+    through one accountant uses constant memory. Thread-safe. ``releases`` counts charges:
+    one per mechanism call, so one per batch of documents (a :class:`Guarantee`'s
+    ``releases`` counts the per-document records merged into it).
 
     An accountant is a shared ledger: ``copy.copy``/``copy.deepcopy`` (and so scikit-learn's
     ``clone``, which ``GridSearchCV`` uses) return the same object, so every fit of a clone
