@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -367,6 +368,22 @@ def _open_inputs(files: Sequence[str], stack: ExitStack) -> Iterator[tuple[str, 
             yield name, stream
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)  # links too
+    except OSError:  # one of them does not exist (yet)
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def _check_targets(args: argparse.Namespace) -> None:
+    """Refuse to write over an input: it would be replaced by its own privatization (the
+    output was even emptied before the input was read)."""
+    inputs = [name for name in args.files if name != "-"]
+    for option, target in (("--output", args.output), ("--report", args.report)):
+        if target not in (None, "-") and any(_same_file(target, name) for name in inputs):
+            raise CLIError(f"{option} {target} is also an input file: write to another file")
+
+
 def _privatize(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
@@ -378,6 +395,7 @@ def _privatize(args: argparse.Namespace) -> int:
     for name in args.files:
         if name != "-" and not Path(name).is_file():
             raise CLIError(f"cannot read {name}: no such file")
+    _check_targets(args)
     settings = _settings(args)
     kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:

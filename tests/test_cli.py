@@ -255,3 +255,18 @@ def test_mechanisms_list(capsys):
     code, out, _ = run(["mechanisms", "list"], capsys)
     assert code == 0 and "madlib" in out
     assert "``" not in out  # docstring markup stays out of the terminal
+
+
+@pytest.mark.parametrize(("option", "name"), [("-o", "--output"), ("--report", "--report")])
+def test_output_over_an_input_is_refused(tmp_path, capsys, monkeypatch, option, name):
+    """``-o n2.txt`` on n2.txt emptied the input and exited 0."""
+    source = tmp_path / "n2.txt"
+    source.write_text("hockey team\n")
+    (tmp_path / "link.txt").symlink_to(source)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for target in ("n2.txt", str(source), "sub/../n2.txt", "link.txt"):
+        code, out, err = run(["privatize", "n2.txt", "-e", 300, option, target, *FAST], capsys)
+        assert code == 1 and out == "" and err.count("\n") == 1
+        assert f"{name} {target} is also an input file" in err
+        assert source.read_text() == "hockey team\n"
