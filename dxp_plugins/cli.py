@@ -15,10 +15,12 @@ import argparse
 import itertools
 import json
 import os
+import secrets
+import shutil
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -384,6 +386,28 @@ def _check_targets(args: argparse.Namespace) -> None:
             raise CLIError(f"{option} {target} is also an input file: write to another file")
 
 
+@contextmanager
+def _replacing(target: str) -> Iterator[IO[bytes]]:
+    """A new file beside ``target`` that replaces it only when the block succeeds: a failed
+    run leaves no partial output and an existing ``target`` untouched."""
+    path = Path(target)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        stream = open(temporary, "xb")  # noqa: SIM115  (mode 0o666 & ~umask, as open(target))
+        if path.exists():
+            shutil.copymode(path, temporary)
+    except OSError as error:
+        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+    try:
+        with stream:
+            yield stream
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            temporary.unlink()
+        raise
+
+
 def _privatize(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
@@ -414,7 +438,7 @@ def _privatize(args: argparse.Namespace) -> int:
         out: IO[bytes] = (
             sys.stdout.buffer
             if args.output == "-"
-            else stack.enter_context(open(args.output, "wb"))
+            else stack.enter_context(_replacing(args.output))
         )
         progress = stack.enter_context(
             tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=_no_progress(args))
@@ -468,10 +492,8 @@ def _write_report(target: str, guarantee: Any, documents: int, kept: list[str]) 
     if target == "-":
         sys.stderr.write(text)
     else:
-        try:
-            Path(target).write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise CLIError(f"cannot write report {target}: {error.strerror}") from None
+        with _replacing(target) as stream:
+            stream.write(text.encode("utf-8"))
 
 
 # -- calibrate ------------------------------------------------------------------------------

@@ -270,3 +270,21 @@ def test_output_over_an_input_is_refused(tmp_path, capsys, monkeypatch, option, 
         assert code == 1 and out == "" and err.count("\n") == 1
         assert f"{name} {target} is also an input file" in err
         assert source.read_text() == "hockey team\n"
+
+
+def test_a_failed_run_leaves_the_output_as_it_was(tmp_path, capsys):
+    """600 good lines, then a Latin-1 one: the output held the first batch (512 lines)."""
+    source = tmp_path / "mixed.txt"
+    source.write_bytes(b"hockey team\n" * 600 + b"zq7secret caf\xe9\n")
+    out = tmp_path / "private.txt"
+    out.write_text("old output\n")
+    out.chmod(0o640)
+    code, _, err = run(["privatize", source, "-e", 300, "-o", out, *FAST], capsys)
+    assert code == 1 and "mixed.txt, line 601 is not valid UTF-8" in err
+    assert out.read_text() == "old output\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mixed.txt", "private.txt"]
+    source.write_bytes(b"hockey team\n" * 600)  # the same run, successful, keeps the mode
+    code, _, err = run(["privatize", source, "-e", 300, "-o", out, *FAST], capsys)
+    assert code == 0 and out.read_text() == "hockey team\n" * 600
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mixed.txt", "private.txt"]
