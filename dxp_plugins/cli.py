@@ -30,6 +30,8 @@ from .errors import DxpError, OOVError, PrivacyWarning
 PROG = "dxp"
 #: ``--keep-fields '*'``: every field of a JSONL record.
 ALL_FIELDS = "*"
+#: The JSONL field privatized when ``--field`` is not given.
+DEFAULT_FIELD = "text"
 
 
 class CLIError(DxpError):
@@ -120,12 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         choices=["auto", "text", "jsonl"],
         default="auto",
-        help="input format (auto: .jsonl/.ndjson files are JSONL)",
+        help=(
+            "input format (auto: .jsonl/.ndjson files are JSONL, and stdin when --field or "
+            "--keep-fields is given)"
+        ),
     )
     priv.add_argument(
         "--field",
-        default="text",
-        help="JSONL field to privatize (default: text); the output holds only this field",
+        help=f"JSONL field to privatize (default: {DEFAULT_FIELD}); the output holds only it",
     )
     priv.add_argument(
         "--keep-fields",
@@ -261,10 +265,26 @@ def _build_mechanism(args: argparse.Namespace, settings: Any = None) -> Any:
         raise CLIError(f"{args.mechanism} / {args.embeddings}: {error}") from None
 
 
-def _is_jsonl(name: str, fmt: str) -> bool:
-    if fmt != "auto":
-        return fmt == "jsonl"
+def _is_jsonl(name: str, args: argparse.Namespace) -> bool:
+    if args.format != "auto":
+        return args.format == "jsonl"
+    if name == "-":  # no suffix: JSON lines when a JSONL option says so
+        return bool(args.stdin_jsonl)
     return Path(name).suffix.lower() in {".jsonl", ".ndjson"}
+
+
+def _jsonl_options(args: argparse.Namespace) -> None:
+    """An explicit ``--field`` or ``--keep-fields`` makes stdin JSONL, and needs JSONL input
+    (they were silently ignored on text); then ``--field`` gets its default."""
+    given = [option for option in ("field", "keep_fields") if getattr(args, option) is not None]
+    args.stdin_jsonl = bool(given)
+    if given and not any(_is_jsonl(name, args) for name in args.files):
+        option = "--" + given[0].replace("_", "-")
+        raise CLIError(
+            f"{option} applies to JSONL input only (.jsonl/.ndjson files, or --format jsonl)"
+        )
+    if args.field is None:
+        args.field = DEFAULT_FIELD
 
 
 def _split_line(raw: bytes) -> tuple[bytes, bytes]:
@@ -299,7 +319,7 @@ def _records(
     from ._validation import check_text
 
     label = _label(name)
-    if _is_jsonl(name, args.format):
+    if _is_jsonl(name, args):
         for number, raw in enumerate(stream, start=1):
             args.place = where = _place(label, number)
             body, ending = _split_line(raw)
@@ -346,8 +366,6 @@ def _kept_fields(args: argparse.Namespace) -> list[str]:
         kept = [ALL_FIELDS]
     if args.field in kept:
         raise CLIError(f"--keep-fields: {args.field!r} is the privatized field (--field)")
-    if not any(_is_jsonl(name, args.format) for name in args.files):
-        raise CLIError("--keep-fields applies to JSONL input only")
     which = "every field but --field" if kept == [ALL_FIELDS] else f"{len(kept)} field(s)"
     warnings.warn(
         f"--keep-fields writes {which} of each JSONL record unprotected "
@@ -420,6 +438,7 @@ def _privatize(args: argparse.Namespace) -> int:
         if name != "-" and not Path(name).is_file():
             raise CLIError(f"cannot read {name}: no such file")
     _check_targets(args)
+    _jsonl_options(args)
     settings = _settings(args)
     kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:

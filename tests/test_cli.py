@@ -288,3 +288,33 @@ def test_a_failed_run_leaves_the_output_as_it_was(tmp_path, capsys):
     assert code == 0 and out.read_text() == "hockey team\n" * 600
     assert out.stat().st_mode & 0o777 == 0o640
     assert sorted(path.name for path in tmp_path.iterdir()) == ["mixed.txt", "private.txt"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--field", "body"], {"body": "hockey team"}),
+        (["--keep-fields", "id"], {"id": 7, "text": "music"}),
+        (["--format", "jsonl"], {"text": "music"}),
+    ],
+)
+def test_stdin_is_jsonl_with_a_jsonl_option(capsys, monkeypatch, args, expected):
+    """``--field text`` on stdin privatized the JSON as plain text (its keys too)."""
+    line = json.dumps({"id": 7, "body": "Hockey team", "text": "music"}) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode() * 2)))
+    code, out, err = run(["privatize", "-e", 300, *args, *FAST], capsys)
+    assert code == 0, err
+    assert [json.loads(row) for row in out.splitlines()] == [expected] * 2
+
+
+def test_field_on_text_input_is_refused(tmp_path, capsys, monkeypatch):
+    """``--field`` on a .txt file was silently ignored."""
+    source = tmp_path / "notes.txt"
+    source.write_text("hockey\n")
+    for args in ([source, "--field", "text"], ["-", "--format", "text", "--field", "body"]):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hockey\n")))
+        code, out, err = run(["privatize", *args, "-e", 300, *FAST], capsys)
+        assert code == 1 and out == "" and err.count("\n") == 1
+        assert "--field applies to JSONL input only" in err
+    code, out, _ = run(["privatize", source, "-e", 300, *FAST], capsys)  # default: no error
+    assert code == 0 and out == "hockey\n"
