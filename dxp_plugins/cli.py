@@ -32,6 +32,8 @@ PROG = "dxp"
 ALL_FIELDS = "*"
 #: The JSONL field privatized when ``--field`` is not given.
 DEFAULT_FIELD = "text"
+#: The UTF-8 byte order mark (U+FEFF) some editors write first: not part of the first word.
+BOM = "\ufeff".encode()
 
 
 class CLIError(DxpError):
@@ -292,6 +294,12 @@ def _split_line(raw: bytes) -> tuple[bytes, bytes]:
     return body, raw[len(body) :]
 
 
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines, without a leading byte order mark."""
+    for number, raw in enumerate(stream, start=1):
+        yield number, raw.removeprefix(BOM) if number == 1 else raw
+
+
 def _decode(raw: bytes, where: str) -> str:
     from ._validation import check_text
 
@@ -320,7 +328,7 @@ def _records(
 
     label = _label(name)
     if _is_jsonl(name, args):
-        for number, raw in enumerate(stream, start=1):
+        for number, raw in _lines(stream):
             args.place = where = _place(label, number)
             body, ending = _split_line(raw)
             if not body.strip():
@@ -335,9 +343,9 @@ def _records(
             yield number, ("json", record, ending), check_text(record[args.field], where)
     elif args.unit == "file":
         args.place = label
-        yield None, ("raw", b""), _decode(stream.read(), label)
+        yield None, ("raw", b""), _decode(stream.read().removeprefix(BOM), label)
     else:
-        for number, raw in enumerate(stream, start=1):
+        for number, raw in _lines(stream):
             args.place = where = _place(label, number)
             body, ending = _split_line(raw)
             yield number, ("raw", ending), _decode(body, where)

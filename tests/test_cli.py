@@ -318,3 +318,25 @@ def test_field_on_text_input_is_refused(tmp_path, capsys, monkeypatch):
         assert "--field applies to JSONL input only" in err
     code, out, _ = run(["privatize", source, "-e", 300, *FAST], capsys)  # default: no error
     assert code == 0 and out == "hockey\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "args", "expected"),
+    [
+        ("a.txt", "hockey team\nmusic\n", [], "hockey team\nmusic\n"),
+        ("a.txt", "hockey team\nmusic\n", ["--unit", "file"], "hockey team\nmusic\n"),
+        ("a.jsonl", '{"text": "hockey"}\n', [], '{"text": "hockey"}\n'),
+        ("-", "hockey team\n", [], "hockey team\n"),
+    ],
+)
+def test_a_leading_byte_order_mark_is_dropped(
+    tmp_path, capsys, monkeypatch, name, content, args, expected
+):
+    """A UTF-8 BOM made the first word out of vocabulary."""
+    data = "\ufeff".encode() + content.encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    if name != "-":
+        (tmp_path / name).write_bytes(data)
+        monkeypatch.chdir(tmp_path)
+    code, out, err = run(["privatize", name, "-e", 300, "--oov", "raise", *args, *FAST], capsys)
+    assert code == 0 and out == expected, err
