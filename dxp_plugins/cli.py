@@ -12,6 +12,7 @@ ones give only their type and the input line where known.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import os
@@ -497,7 +498,9 @@ def _privatize(args: argparse.Namespace) -> int:
                 documents += len(batch)
             out.flush()
     if args.report:
-        _write_report(args.report, total or mechanism.guarantee(0), documents, kept)
+        if total is None:  # no document: nothing was released
+            total = dataclasses.replace(mechanism.guarantee(0), releases=0)
+        _write_report(args.report, total, documents, kept)
     return 0
 
 

@@ -340,3 +340,14 @@ def test_a_leading_byte_order_mark_is_dropped(
         monkeypatch.chdir(tmp_path)
     code, out, err = run(["privatize", name, "-e", 300, "--oov", "raise", *args, *FAST], capsys)
     assert code == 0 and out == expected, err
+
+
+def test_empty_input_reports_no_release(tmp_path, capsys):
+    source = tmp_path / "empty.txt"
+    source.write_bytes(b"")
+    report = tmp_path / "report.json"
+    code, out, err = run(["privatize", source, "-e", 300, "--report", report, *FAST], capsys)
+    assert code == 0 and out == "", err
+    record = json.loads(report.read_text())
+    assert record["documents"] == 0 and record["guarantee"]["releases"] == 0
+    assert record["guarantee"]["tokens_privatized"] == 0
