@@ -29,6 +29,14 @@ from . import __version__
 from .errors import DxpError, OOVError, PrivacyWarning
 
 PROG = "dxp"
+#: Options of one mechanism (dest -> its registry name), passed on as its parameters.
+MECHANISM_OPTIONS = {
+    "index": "madlib",
+    "metric": "tem",
+    "beta": "tem",
+    "gamma": "tem",
+    "n_bits": "brr",
+}
 #: ``--keep-fields '*'``: every field of a JSONL record.
 ALL_FIELDS = "*"
 #: The JSONL field privatized when ``--field`` is not given.
@@ -193,7 +201,7 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--index",
         choices=["exact", "hnsw"],
-        help="nearest-neighbour search for embedding mechanisms (default: exact)",
+        help="MADLIB: nearest-neighbour search (default: exact)",
     )
     _add_tem_brr_options(parser)
     parser.add_argument(
@@ -237,11 +245,14 @@ def _settings(args: argparse.Namespace) -> Any:
     from .doors import DoorSettings
 
     mechanism_params = dict(args.param)
-    if args.index is not None:
-        mechanism_params["index"] = args.index
-    for option in ("metric", "beta", "gamma", "n_bits"):
-        if getattr(args, option) is not None:
-            mechanism_params[option] = getattr(args, option)
+    for option, owner in MECHANISM_OPTIONS.items():
+        value = getattr(args, option)
+        if value is None:
+            continue
+        if args.mechanism != owner:  # other mechanisms: --param KEY=VALUE
+            flag = "--" + option.replace("_", "-")
+            raise CLIError(f"{flag} is a {owner.upper()} option (use --mechanism {owner})")
+        mechanism_params[option] = value
     return DoorSettings.create(
         epsilon=args.epsilon,
         mechanism=args.mechanism,
@@ -418,6 +429,8 @@ def _replacing(target: str) -> Iterator[IO[bytes]]:
     """A new file beside ``target`` that replaces it only when the block succeeds: a failed
     run leaves no partial output and an existing ``target`` untouched."""
     path = Path(target)
+    if path.is_dir():  # os.replace would fail only once the work is done
+        raise CLIError(f"cannot write {target}: is a directory")
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         stream = open(temporary, "xb")  # noqa: SIM115  (mode 0o666 & ~umask, as open(target))
@@ -445,7 +458,8 @@ def _privatize(args: argparse.Namespace) -> int:
         raise CLIError("--batch-size must be >= 1")
     for name in args.files:
         if name != "-" and not Path(name).is_file():
-            raise CLIError(f"cannot read {name}: no such file")
+            reason = "is a directory" if Path(name).is_dir() else "no such file"
+            raise CLIError(f"cannot read {name}: {reason}")
     _check_targets(args)
     _jsonl_options(args)
     settings = _settings(args)

@@ -163,7 +163,8 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
         (["privatize", "--epsilon", "nan"], "epsilon must be finite"),
         (["privatize", "--epsilon", "1", "--mechanism", "nope"], "mechanism: unknown name 'nope'"),
         (["privatize", "-e", "1", "--embeddings", "nope"], "embeddings: unknown name 'nope'"),
-        (["privatize", "missing.txt", "--epsilon", "1"], "cannot read missing.txt"),
+        (["privatize", "missing.txt", "--epsilon", "1"], "cannot read missing.txt: no such file"),
+        (["privatize", ".", "--epsilon", "1"], "cannot read .: is a directory"),
         (["privatize", "--epsilon", "1", "--param", "color=1"], "unknown option(s) 'color'"),
     ],
 )
@@ -351,3 +352,17 @@ def test_empty_input_reports_no_release(tmp_path, capsys):
     record = json.loads(report.read_text())
     assert record["documents"] == 0 and record["guarantee"]["releases"] == 0
     assert record["guarantee"]["tokens_privatized"] == 0
+
+
+@pytest.mark.parametrize("option", ["-o", "--report"])
+def test_unwritable_targets_are_named(tmp_path, capsys, option):
+    """``-o /nonexistent/x.txt`` said only "dxp: error: No such file or directory"."""
+    source = tmp_path / "a.txt"
+    source.write_text("hockey\n")
+    for target, reason in [
+        (tmp_path / "missing" / "x.txt", "No such file or directory"),
+        (tmp_path, "is a directory"),
+    ]:
+        code, _, err = run(["privatize", source, "-e", 300, option, target, *FAST], capsys)
+        assert code == 1 and err == f"dxp: error: cannot write {target}: {reason}\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.txt"]
