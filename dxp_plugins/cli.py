@@ -68,7 +68,8 @@ def _key_value(text: str) -> tuple[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Word-level metric differential privacy for text.")
     parser.add_argument("--version", action="version", version=f"dxp_plugins {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    parser.set_defaults(handler=_help(parser))
 
     priv = commands.add_parser(
         "privatize",
@@ -172,16 +173,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(commands)
 
     emb = commands.add_parser("embeddings", help="embedding registry")
-    emb_commands = emb.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    emb.set_defaults(handler=_help(emb))
+    emb_commands = emb.add_subparsers(dest="action", parser_class=_Parser)
     emb_commands.add_parser("list", help="list installed embedding loaders").set_defaults(
         handler=lambda args: _list("embeddings")
     )
     mech = commands.add_parser("mechanisms", help="mechanism registry")
-    mech_commands = mech.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    mech.set_defaults(handler=_help(mech))
+    mech_commands = mech.add_subparsers(dest="action", parser_class=_Parser)
     mech_commands.add_parser("list", help="list installed mechanisms").set_defaults(
         handler=lambda args: _list("mechanisms")
     )
     return parser
+
+
+def _help(parser: argparse.ArgumentParser) -> Any:
+    """The handler of a command given without its subcommand: usage and subcommands."""
+
+    def show(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 2
+
+    return show
 
 
 def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:

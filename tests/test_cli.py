@@ -366,3 +366,13 @@ def test_unwritable_targets_are_named(tmp_path, capsys, option):
         code, _, err = run(["privatize", source, "-e", 300, option, target, *FAST], capsys)
         assert code == 1 and err == f"dxp: error: cannot write {target}: {reason}\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.txt"]
+
+
+@pytest.mark.parametrize(
+    ("command", "listed"), [([], "privatize"), (["embeddings"], "list"), (["mechanisms"], "list")]
+)
+def test_a_missing_subcommand_prints_the_help(capsys, command, listed):
+    """``dxp`` and ``dxp embeddings`` printed only "required: command"."""
+    code, out, err = run(command, capsys)
+    assert code == 2 and out == ""
+    assert err.startswith(" ".join(["usage: dxp", *command])) and listed in err
