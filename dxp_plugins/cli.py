@@ -447,12 +447,12 @@ def _replacing(target: str) -> Iterator[IO[bytes]]:
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         stream = open(temporary, "xb")  # noqa: SIM115  (mode 0o666 & ~umask, as open(target))
-        if path.exists():
-            shutil.copymode(path, temporary)
     except OSError as error:
         raise CLIError(f"cannot write {target}: {error.strerror}") from None
     try:
         with stream:
+            if path.exists():  # an existing target keeps its mode
+                shutil.copymode(path, temporary)
             yield stream
         os.replace(temporary, path)
     except BaseException:
