@@ -12,12 +12,16 @@ ones give only their type and the input line where known.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
+import os
+import secrets
+import shutil
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -25,8 +29,20 @@ from . import __version__
 from .errors import DxpError, OOVError, PrivacyWarning
 
 PROG = "dxp"
+#: Options of one mechanism (dest -> its registry name), passed on as its parameters.
+MECHANISM_OPTIONS = {
+    "index": "madlib",
+    "metric": "tem",
+    "beta": "tem",
+    "gamma": "tem",
+    "n_bits": "brr",
+}
 #: ``--keep-fields '*'``: every field of a JSONL record.
 ALL_FIELDS = "*"
+#: The JSONL field privatized when ``--field`` is not given.
+DEFAULT_FIELD = "text"
+#: The UTF-8 byte order mark (U+FEFF) some editors write first: not part of the first word.
+BOM = "\ufeff".encode()
 
 
 class CLIError(DxpError):
@@ -52,7 +68,8 @@ def _key_value(text: str) -> tuple[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Word-level metric differential privacy for text.")
     parser.add_argument("--version", action="version", version=f"dxp_plugins {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    parser.set_defaults(handler=_help(parser))
 
     priv = commands.add_parser(
         "privatize",
@@ -117,12 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         choices=["auto", "text", "jsonl"],
         default="auto",
-        help="input format (auto: .jsonl/.ndjson files are JSONL)",
+        help=(
+            "input format (auto: .jsonl/.ndjson files are JSONL, and stdin when --field or "
+            "--keep-fields is given)"
+        ),
     )
     priv.add_argument(
         "--field",
-        default="text",
-        help="JSONL field to privatize (default: text); the output holds only this field",
+        help=f"JSONL field to privatize (default: {DEFAULT_FIELD}); the output holds only it",
     )
     priv.add_argument(
         "--keep-fields",
@@ -154,16 +173,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(commands)
 
     emb = commands.add_parser("embeddings", help="embedding registry")
-    emb_commands = emb.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    emb.set_defaults(handler=_help(emb))
+    emb_commands = emb.add_subparsers(dest="action", parser_class=_Parser)
     emb_commands.add_parser("list", help="list installed embedding loaders").set_defaults(
         handler=lambda args: _list("embeddings")
     )
     mech = commands.add_parser("mechanisms", help="mechanism registry")
-    mech_commands = mech.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    mech.set_defaults(handler=_help(mech))
+    mech_commands = mech.add_subparsers(dest="action", parser_class=_Parser)
     mech_commands.add_parser("list", help="list installed mechanisms").set_defaults(
         handler=lambda args: _list("mechanisms")
     )
     return parser
+
+
+def _help(parser: argparse.ArgumentParser) -> Any:
+    """The handler of a command given without its subcommand: usage and subcommands."""
+
+    def show(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 2
+
+    return show
 
 
 def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
@@ -183,7 +214,7 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--index",
         choices=["exact", "hnsw"],
-        help="nearest-neighbour search for embedding mechanisms (default: exact)",
+        help="MADLIB: nearest-neighbour search (default: exact)",
     )
     _add_tem_brr_options(parser)
     parser.add_argument(
@@ -227,11 +258,14 @@ def _settings(args: argparse.Namespace) -> Any:
     from .doors import DoorSettings
 
     mechanism_params = dict(args.param)
-    if args.index is not None:
-        mechanism_params["index"] = args.index
-    for option in ("metric", "beta", "gamma", "n_bits"):
-        if getattr(args, option) is not None:
-            mechanism_params[option] = getattr(args, option)
+    for option, owner in MECHANISM_OPTIONS.items():
+        value = getattr(args, option)
+        if value is None:
+            continue
+        if args.mechanism != owner:  # other mechanisms: --param KEY=VALUE
+            flag = "--" + option.replace("_", "-")
+            raise CLIError(f"{flag} is a {owner.upper()} option (use --mechanism {owner})")
+        mechanism_params[option] = value
     return DoorSettings.create(
         epsilon=args.epsilon,
         mechanism=args.mechanism,
@@ -258,15 +292,37 @@ def _build_mechanism(args: argparse.Namespace, settings: Any = None) -> Any:
         raise CLIError(f"{args.mechanism} / {args.embeddings}: {error}") from None
 
 
-def _is_jsonl(name: str, fmt: str) -> bool:
-    if fmt != "auto":
-        return fmt == "jsonl"
+def _is_jsonl(name: str, args: argparse.Namespace) -> bool:
+    if args.format != "auto":
+        return args.format == "jsonl"
+    if name == "-":  # no suffix: JSON lines when a JSONL option says so
+        return bool(args.stdin_jsonl)
     return Path(name).suffix.lower() in {".jsonl", ".ndjson"}
+
+
+def _jsonl_options(args: argparse.Namespace) -> None:
+    """An explicit ``--field`` or ``--keep-fields`` makes stdin JSONL, and needs JSONL input
+    (they were silently ignored on text); then ``--field`` gets its default."""
+    given = [option for option in ("field", "keep_fields") if getattr(args, option) is not None]
+    args.stdin_jsonl = bool(given)
+    if given and not any(_is_jsonl(name, args) for name in args.files):
+        option = "--" + given[0].replace("_", "-")
+        raise CLIError(
+            f"{option} applies to JSONL input only (.jsonl/.ndjson files, or --format jsonl)"
+        )
+    if args.field is None:
+        args.field = DEFAULT_FIELD
 
 
 def _split_line(raw: bytes) -> tuple[bytes, bytes]:
     body = raw.rstrip(b"\r\n")
     return body, raw[len(body) :]
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines, without a leading byte order mark."""
+    for number, raw in enumerate(stream, start=1):
+        yield number, raw.removeprefix(BOM) if number == 1 else raw
 
 
 def _decode(raw: bytes, where: str) -> str:
@@ -296,8 +352,8 @@ def _records(
     from ._validation import check_text
 
     label = _label(name)
-    if _is_jsonl(name, args.format):
-        for number, raw in enumerate(stream, start=1):
+    if _is_jsonl(name, args):
+        for number, raw in _lines(stream):
             args.place = where = _place(label, number)
             body, ending = _split_line(raw)
             if not body.strip():
@@ -312,9 +368,9 @@ def _records(
             yield number, ("json", record, ending), check_text(record[args.field], where)
     elif args.unit == "file":
         args.place = label
-        yield None, ("raw", b""), _decode(stream.read(), label)
+        yield None, ("raw", b""), _decode(stream.read().removeprefix(BOM), label)
     else:
-        for number, raw in enumerate(stream, start=1):
+        for number, raw in _lines(stream):
             args.place = where = _place(label, number)
             body, ending = _split_line(raw)
             yield number, ("raw", ending), _decode(body, where)
@@ -343,8 +399,6 @@ def _kept_fields(args: argparse.Namespace) -> list[str]:
         kept = [ALL_FIELDS]
     if args.field in kept:
         raise CLIError(f"--keep-fields: {args.field!r} is the privatized field (--field)")
-    if not any(_is_jsonl(name, args.format) for name in args.files):
-        raise CLIError("--keep-fields applies to JSONL input only")
     which = "every field but --field" if kept == [ALL_FIELDS] else f"{len(kept)} field(s)"
     warnings.warn(
         f"--keep-fields writes {which} of each JSONL record unprotected "
@@ -367,6 +421,46 @@ def _open_inputs(files: Sequence[str], stack: ExitStack) -> Iterator[tuple[str, 
             yield name, stream
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)  # links too
+    except OSError:  # one of them does not exist (yet)
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def _check_targets(args: argparse.Namespace) -> None:
+    """Refuse to write over an input: it would be replaced by its own privatization (the
+    output was even emptied before the input was read)."""
+    inputs = [name for name in args.files if name != "-"]
+    for option, target in (("--output", args.output), ("--report", args.report)):
+        if target not in (None, "-") and any(_same_file(target, name) for name in inputs):
+            raise CLIError(f"{option} {target} is also an input file: write to another file")
+
+
+@contextmanager
+def _replacing(target: str) -> Iterator[IO[bytes]]:
+    """A new file beside ``target`` that replaces it only when the block succeeds: a failed
+    run leaves no partial output and an existing ``target`` untouched."""
+    path = Path(target)
+    if path.is_dir():  # os.replace would fail only once the work is done
+        raise CLIError(f"cannot write {target}: is a directory")
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        stream = open(temporary, "xb")  # noqa: SIM115  (mode 0o666 & ~umask, as open(target))
+    except OSError as error:
+        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+    try:
+        with stream:
+            if path.exists():  # an existing target keeps its mode
+                shutil.copymode(path, temporary)
+            yield stream
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            temporary.unlink()
+        raise
+
+
 def _privatize(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
@@ -377,7 +471,10 @@ def _privatize(args: argparse.Namespace) -> int:
         raise CLIError("--batch-size must be >= 1")
     for name in args.files:
         if name != "-" and not Path(name).is_file():
-            raise CLIError(f"cannot read {name}: no such file")
+            reason = "is a directory" if Path(name).is_dir() else "no such file"
+            raise CLIError(f"cannot read {name}: {reason}")
+    _check_targets(args)
+    _jsonl_options(args)
     settings = _settings(args)
     kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:
@@ -396,7 +493,7 @@ def _privatize(args: argparse.Namespace) -> int:
         out: IO[bytes] = (
             sys.stdout.buffer
             if args.output == "-"
-            else stack.enter_context(open(args.output, "wb"))
+            else stack.enter_context(_replacing(args.output))
         )
         progress = stack.enter_context(
             tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=_no_progress(args))
@@ -428,7 +525,9 @@ def _privatize(args: argparse.Namespace) -> int:
                 documents += len(batch)
             out.flush()
     if args.report:
-        _write_report(args.report, total or mechanism.guarantee(0), documents, kept)
+        if total is None:  # no document: nothing was released
+            total = dataclasses.replace(mechanism.guarantee(0), releases=0)
+        _write_report(args.report, total, documents, kept)
     return 0
 
 
@@ -450,10 +549,8 @@ def _write_report(target: str, guarantee: Any, documents: int, kept: list[str]) 
     if target == "-":
         sys.stderr.write(text)
     else:
-        try:
-            Path(target).write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise CLIError(f"cannot write report {target}: {error.strerror}") from None
+        with _replacing(target) as stream:
+            stream.write(text.encode("utf-8"))
 
 
 # -- calibrate ------------------------------------------------------------------------------

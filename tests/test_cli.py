@@ -163,7 +163,8 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
         (["privatize", "--epsilon", "nan"], "epsilon must be finite"),
         (["privatize", "--epsilon", "1", "--mechanism", "nope"], "mechanism: unknown name 'nope'"),
         (["privatize", "-e", "1", "--embeddings", "nope"], "embeddings: unknown name 'nope'"),
-        (["privatize", "missing.txt", "--epsilon", "1"], "cannot read missing.txt"),
+        (["privatize", "missing.txt", "--epsilon", "1"], "cannot read missing.txt: no such file"),
+        (["privatize", ".", "--epsilon", "1"], "cannot read .: is a directory"),
         (["privatize", "--epsilon", "1", "--param", "color=1"], "unknown option(s) 'color'"),
     ],
 )
@@ -255,3 +256,123 @@ def test_mechanisms_list(capsys):
     code, out, _ = run(["mechanisms", "list"], capsys)
     assert code == 0 and "madlib" in out
     assert "``" not in out  # docstring markup stays out of the terminal
+
+
+@pytest.mark.parametrize(("option", "name"), [("-o", "--output"), ("--report", "--report")])
+def test_output_over_an_input_is_refused(tmp_path, capsys, monkeypatch, option, name):
+    """``-o n2.txt`` on n2.txt emptied the input and exited 0."""
+    source = tmp_path / "n2.txt"
+    source.write_text("hockey team\n")
+    (tmp_path / "link.txt").symlink_to(source)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for target in ("n2.txt", str(source), "sub/../n2.txt", "link.txt"):
+        code, out, err = run(["privatize", "n2.txt", "-e", 300, option, target, *FAST], capsys)
+        assert code == 1 and out == "" and err.count("\n") == 1
+        assert f"{name} {target} is also an input file" in err
+        assert source.read_text() == "hockey team\n"
+
+
+def test_a_failed_run_leaves_the_output_as_it_was(tmp_path, capsys):
+    """600 good lines, then a Latin-1 one: the output held the first batch (512 lines)."""
+    source = tmp_path / "mixed.txt"
+    source.write_bytes(b"hockey team\n" * 600 + b"zq7secret caf\xe9\n")
+    out = tmp_path / "private.txt"
+    out.write_text("old output\n")
+    out.chmod(0o640)
+    code, _, err = run(["privatize", source, "-e", 300, "-o", out, *FAST], capsys)
+    assert code == 1 and "mixed.txt, line 601 is not valid UTF-8" in err
+    assert out.read_text() == "old output\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mixed.txt", "private.txt"]
+    source.write_bytes(b"hockey team\n" * 600)  # the same run, successful, keeps the mode
+    code, _, err = run(["privatize", source, "-e", 300, "-o", out, *FAST], capsys)
+    assert code == 0 and out.read_text() == "hockey team\n" * 600
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mixed.txt", "private.txt"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--field", "body"], {"body": "hockey team"}),
+        (["--keep-fields", "id"], {"id": 7, "text": "music"}),
+        (["--format", "jsonl"], {"text": "music"}),
+    ],
+)
+def test_stdin_is_jsonl_with_a_jsonl_option(capsys, monkeypatch, args, expected):
+    """``--field text`` on stdin privatized the JSON as plain text (its keys too)."""
+    line = json.dumps({"id": 7, "body": "Hockey team", "text": "music"}) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode() * 2)))
+    code, out, err = run(["privatize", "-e", 300, *args, *FAST], capsys)
+    assert code == 0, err
+    assert [json.loads(row) for row in out.splitlines()] == [expected] * 2
+
+
+def test_field_on_text_input_is_refused(tmp_path, capsys, monkeypatch):
+    """``--field`` on a .txt file was silently ignored."""
+    source = tmp_path / "notes.txt"
+    source.write_text("hockey\n")
+    for args in ([source, "--field", "text"], ["-", "--format", "text", "--field", "body"]):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hockey\n")))
+        code, out, err = run(["privatize", *args, "-e", 300, *FAST], capsys)
+        assert code == 1 and out == "" and err.count("\n") == 1
+        assert "--field applies to JSONL input only" in err
+    code, out, _ = run(["privatize", source, "-e", 300, *FAST], capsys)  # default: no error
+    assert code == 0 and out == "hockey\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "args", "expected"),
+    [
+        ("a.txt", "hockey team\nmusic\n", [], "hockey team\nmusic\n"),
+        ("a.txt", "hockey team\nmusic\n", ["--unit", "file"], "hockey team\nmusic\n"),
+        ("a.jsonl", '{"text": "hockey"}\n', [], '{"text": "hockey"}\n'),
+        ("-", "hockey team\n", [], "hockey team\n"),
+    ],
+)
+def test_a_leading_byte_order_mark_is_dropped(
+    tmp_path, capsys, monkeypatch, name, content, args, expected
+):
+    """A UTF-8 BOM made the first word out of vocabulary."""
+    data = "\ufeff".encode() + content.encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    if name != "-":
+        (tmp_path / name).write_bytes(data)
+        monkeypatch.chdir(tmp_path)
+    code, out, err = run(["privatize", name, "-e", 300, "--oov", "raise", *args, *FAST], capsys)
+    assert code == 0 and out == expected, err
+
+
+def test_empty_input_reports_no_release(tmp_path, capsys):
+    source = tmp_path / "empty.txt"
+    source.write_bytes(b"")
+    report = tmp_path / "report.json"
+    code, out, err = run(["privatize", source, "-e", 300, "--report", report, *FAST], capsys)
+    assert code == 0 and out == "", err
+    record = json.loads(report.read_text())
+    assert record["documents"] == 0 and record["guarantee"]["releases"] == 0
+    assert record["guarantee"]["tokens_privatized"] == 0
+
+
+@pytest.mark.parametrize("option", ["-o", "--report"])
+def test_unwritable_targets_are_named(tmp_path, capsys, option):
+    """``-o /nonexistent/x.txt`` said only "dxp: error: No such file or directory"."""
+    source = tmp_path / "a.txt"
+    source.write_text("hockey\n")
+    for target, reason in [
+        (tmp_path / "missing" / "x.txt", "No such file or directory"),
+        (tmp_path, "is a directory"),
+    ]:
+        code, _, err = run(["privatize", source, "-e", 300, option, target, *FAST], capsys)
+        assert code == 1 and err == f"dxp: error: cannot write {target}: {reason}\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.txt"]
+
+
+@pytest.mark.parametrize(
+    ("command", "listed"), [([], "privatize"), (["embeddings"], "list"), (["mechanisms"], "list")]
+)
+def test_a_missing_subcommand_prints_the_help(capsys, command, listed):
+    """``dxp`` and ``dxp embeddings`` printed only "required: command"."""
+    code, out, err = run(command, capsys)
+    assert code == 2 and out == ""
+    assert err.startswith(" ".join(["usage: dxp", *command])) and listed in err

@@ -63,7 +63,12 @@ def test_privatize(capsys, tmp_path, source, mechanism, options, metric):
     ("options", "message"),
     [
         (["-m", "tem", "--metric", "cosine"], "metric must be one of"),
-        (["-m", "madlib", "--beta", "0.1"], "unknown option(s) 'beta'"),
+        # Options of another mechanism name it (was: "mechanism_params: unknown option(s)").
+        (["--metric", "manhattan"], "--metric is a TEM option (use --mechanism tem)"),
+        (["-m", "madlib", "--beta", "0.1"], "--beta is a TEM option (use --mechanism tem)"),
+        (["-m", "tem", "--n-bits", "64"], "--n-bits is a BRR option (use --mechanism brr)"),
+        (["-m", "brr", "--index", "hnsw"], "--index is a MADLIB option (use --mechanism madlib)"),
+        (["-m", "tem", "--param", "n_bits=64"], "unknown option(s) 'n_bits'"),
         (["-m", "tem", "--beta", "0.1", "--gamma", "2"], "beta or gamma"),
         (["-m", "brr", "--n-bits", "0"], "n_bits"),
     ],
