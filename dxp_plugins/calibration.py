@@ -496,9 +496,11 @@ def _checked_law(law: Any, size: int) -> np.ndarray:
 class EpsilonChoice:
     """The result of :func:`choose_epsilon`.
 
-    ``epsilon`` is the largest evaluated epsilon that met the target (None when even the
-    smallest failed); ``bracket`` is ``(largest passing, smallest failing)`` epsilon (either
-    may be None); ``evaluations`` holds every evaluation, sorted by epsilon.
+    ``epsilon`` is the largest evaluated epsilon that met the target below the first one
+    that failed (None when even the smallest failed; a larger epsilon that passes again, as
+    TEM's S_w can when beta is not much below eta, is not chosen); ``bracket`` is
+    ``(epsilon, smallest failing)`` (either may be None); ``evaluations`` holds every
+    evaluation, sorted by epsilon.
     """
 
     epsilon: float | None
@@ -515,14 +517,18 @@ class EpsilonChoice:
         """What the choice does and does not establish."""
         text = (
             "The target was checked on the sampled words only; other words can be worse. "
-            "The search assumes N_w grows and S_w shrinks with epsilon."
+            "The search assumes N_w grows and S_w shrinks with epsilon (N_w always does for "
+            "Madlib and TEM; TEM's S_w can grow again at large epsilon when beta is not much "
+            "below eta)."
         )
         if self.method == "monte_carlo":
             text += (
                 " N_w and S_w are Monte Carlo estimates"
                 + (
                     ": each word was checked with the upper Clopper-Pearson bound of N_w and "
-                    "the lower bound of S_w (per word, not simultaneously over words)"
+                    "the lower bound of S_w, so each epsilon's worst case holds at the stated "
+                    "confidence; several epsilons were checked, each with its own chance of a "
+                    "false pass"
                     if self.conservative
                     else " (point estimates, no allowance for sampling error)"
                 )
@@ -614,12 +620,17 @@ def choose_epsilon(
     ``epsilon -> Mechanism``. The target is ``max_w N_w <= max_n_w`` and
     ``min_w S_w >= min_s_w`` (None drops a condition). The search evaluates ``epsilons`` in
     increasing order until one fails, then bisects the bracket ``refine`` times on a log
-    scale; it relies on N_w growing and S_w shrinking with epsilon (true of Madlib, whose
-    noise scales as 1/epsilon around a convex Voronoi cell, and of TEM, whose weights
-    ``exp(-min(epsilon d / 2, ln((1 - beta)(|W| - 1) / beta)))`` shrink with epsilon) and
-    reports in ``monotone`` whether the evaluations agreed. ``stop_at_failure=False``
-    evaluates the whole grid (a full table, and a real monotonicity check) before bisecting
-    above the largest passing epsilon.
+    scale; it relies on N_w growing and S_w shrinking with epsilon and reports in
+    ``monotone`` whether the evaluations agreed. N_w grows for Madlib (noise scales as
+    1/epsilon around the input's convex Voronoi cell) and for TEM (the weights
+    ``exp(-min(epsilon d / 2, ln((1 - beta)(|W| - 1) / beta)))`` of other words shrink).
+    S_w shrank in every Madlib run; for TEM it shrinks only while the ball holds the mass:
+    the ⊥ branch spreads about ``beta`` uniformly over the words outside the ball, whose
+    number grows as the ball shrinks, so with ``beta`` not much below ``eta`` S_w grows
+    again at large epsilon (measured at beta = 0.1, eta = 0.05; never at beta = 1e-3).
+    ``stop_at_failure=False`` evaluates the whole grid (a full table, and a real
+    monotonicity check), then bisects between the largest passing epsilon below the first
+    failure and that failure.
 
     With Monte Carlo (no closed form) and ``conservative=True`` each word is judged by the
     upper confidence bound of N_w and the lower bound of S_w; see :attr:`EpsilonChoice.caveat`.
@@ -1045,6 +1056,15 @@ def equivalent_epsilon(
     check_choice(statistic, "statistic", ("average", "maximum"))
     if isinstance(ratio, PrivacyRatio):
         value = ratio.average if statistic == "average" else ratio.maximum
+        if statistic == "maximum" and not (ratio.a.maximum_exact and ratio.b.maximum_exact):
+            low, high = ratio.maximum_interval
+            warnings.warn(
+                "P_d^max was bracketed, not found exactly (its search ran out of budget): "
+                f"the maximum ratio lies in [{low:.4g}, {high:.4g}] and "
+                f"{ratio.maximum:.4g} is the ratio of the largest distances found",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     elif isinstance(ratio, int | float) and not isinstance(ratio, bool):
         value = float(ratio)
     else:

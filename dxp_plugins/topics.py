@@ -36,12 +36,30 @@ def jaccard(a: Sequence[str], b: Sequence[str]) -> float:
 
 
 def topic_jaccard(
-    private: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]
+    private: Sequence[Sequence[str]],
+    reference: Sequence[Sequence[str]],
+    *,
+    one_to_one: bool = False,
 ) -> np.ndarray:
-    """For each reference (non-private) topic, the best Jaccard index over the private topics."""
-    scores = np.array([[jaccard(r, p) for p in private] for r in reference])
-    best: np.ndarray = scores.max(axis=1)
-    return best
+    """For each reference (non-private) topic, the best Jaccard index over the private topics.
+
+    By default one private topic may be the best match of several reference topics (a
+    private topic that merges two real ones counts for both). ``one_to_one=True`` matches
+    the topics in pairs instead, maximising the total Jaccard (Hungarian algorithm); a
+    reference topic left without a partner (more reference than private topics) scores 0.
+    """
+    scores = np.array([[jaccard(r, p) for p in private] for r in reference]).reshape(
+        len(reference), len(private)
+    )
+    if not one_to_one:
+        best: np.ndarray = scores.max(axis=1, initial=0.0)
+        return best
+    from scipy.optimize import linear_sum_assignment
+
+    rows, columns = linear_sum_assignment(scores, maximize=True)
+    matched = np.zeros(len(reference))
+    matched[rows] = scores[rows, columns]
+    return matched
 
 
 def exclusivity(topic_word: Any, n: int = TOP_WORDS) -> float:

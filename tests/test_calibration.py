@@ -113,6 +113,15 @@ def test_privacy_ratio_madlib_vs_brr(glove_2k):
     )
 
 
+def test_a_bracketed_maximum_warns_when_it_converts_epsilon(glove_2k):
+    madlib, brr = dxp.Madlib(glove_2k, epsilon=10.0), dxp.BRR(glove_2k, epsilon=1.0)
+    ratio = calibration.privacy_ratio(madlib, brr, n_pairs=1000, max_work=0, random_state=1)
+    assert not ratio.a.maximum_exact
+    with pytest.warns(RuntimeWarning, match="bracketed"):
+        calibration.equivalent_epsilon(10.0, ratio, statistic="maximum")
+    calibration.equivalent_epsilon(10.0, ratio)  # the average is unaffected: no warning
+
+
 def test_unpaired_spaces(glove_5k, glove_2k):
     ratio = calibration.privacy_ratio(
         glove_5k.most_frequent(500), glove_2k, metric_b="manhattan", n_pairs=5000, random_state=2

@@ -355,6 +355,18 @@ def test_tem_n_w_grows_and_s_w_shrinks_with_epsilon_word_by_word(glove_5k):
     assert results[0].n_w.max() < 0.01 < 0.5 < results[-1].n_w.min()
 
 
+def test_tem_s_w_grows_again_when_beta_is_not_much_below_eta(glove_5k):
+    """The documented limit of the monotonicity assumption: with beta = 0.1 > eta = 0.05
+    the uniform ⊥ tail sets S_w, and it covers more words as the ball shrinks."""
+    table = glove_5k.most_frequent(2000)
+    words = sample_words(table, 20, random_state=6)
+    mid, large = (
+        plausible_deniability(dxp.TEM(table, e, beta=0.1), words, eta=0.05) for e in (4.0, 32.0)
+    )
+    assert np.all(large.n_w >= mid.n_w - 1e-12)  # N_w still grows
+    assert large.s_w.min() > mid.s_w.min()
+
+
 def test_choose_epsilon_exact_on_tem_meets_the_closed_form():
     """k equidistant words: N_w = 1 / (1 + (k-1) exp(-epsilon D / 2)) while D <= gamma, so
     max N_w <= 1/2 holds exactly up to epsilon* = 2 ln(k - 1) / D."""

@@ -304,6 +304,11 @@ def test_topic_matching_and_exclusivity():
     reference = [["a", "b", "c"], ["x", "y", "z"]]
     private = [["x", "y", "q"], ["a", "b", "c"]]
     np.testing.assert_allclose(topics.topic_jaccard(private, reference), [1.0, 0.5])
+    merged = [["a", "b", "x", "y"]]  # one private topic merging both reference topics
+    np.testing.assert_allclose(topics.topic_jaccard(merged, reference), [0.4, 0.4])
+    np.testing.assert_allclose(topics.topic_jaccard(merged, reference, one_to_one=True), [0.4, 0])
+    swapped = topics.topic_jaccard(private, reference, one_to_one=True)
+    np.testing.assert_allclose(swapped, [1.0, 0.5])
     disjoint = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
     assert topics.exclusivity(disjoint, n=2) == pytest.approx(1.0)
     assert topics.exclusivity(np.ones((2, 4)), n=2) == pytest.approx(0.5)
