@@ -12,6 +12,8 @@ mechanism and a token selection here, once, so the doors cannot drift apart:
   ``pos``, whose entity type is in ``entities`` (``"*"`` = any entity), or that a registered
   ``token_filter`` accepts. A token matching any given criterion is privatized; every other
   non-whitespace token is released unchanged and counted as passed through in the guarantee.
+  The selection is decided from the raw text (a tagger reads context), so it is not
+  protected: guarantees record it (``selection``) and their statement says so.
   Entity types are checked against the tagging pipeline's entity recognizer when there is
   one (:meth:`DoorSettings.check_entities`): a typo would select nothing, so release every
   name unchanged.
@@ -219,7 +221,20 @@ class DoorSettings:
             if self.token_filter is None
             else registry.resolve(registry.token_filters, self.token_filter)
         )
-        return functools.partial(_select, self.pos, self.entities, predicate)
+        select = functools.partial(_select, self.pos, self.entities, predicate)
+        select.description = self.selection_label()  # type: ignore[attr-defined]
+        return select
+
+    def selection_label(self) -> str:
+        """The restricted selection as guarantees record it, e.g. ``"pos NOUN,PROPN"``."""
+        parts = []
+        if self.pos:
+            parts.append("pos " + ",".join(self.pos))
+        if self.entities:
+            parts.append("entities " + ",".join(self.entities))
+        if self.token_filter:
+            parts.append("token_filter " + self.token_filter)
+        return "; ".join(parts)
 
 
 #: spaCy's built-in components that never set ``doc.ents`` (any other component might).
@@ -259,10 +274,13 @@ def entity_labels(nlp: Any) -> frozenset[str] | None:
 
 @functools.lru_cache(maxsize=2)
 def load_pipeline(name: str) -> Any:
-    """An installed spaCy pipeline (loaded once per process)."""
+    """An installed spaCy pipeline (loaded once per process and shared, so the doors use
+    it inside ``memory_zone``: see :func:`dxp_plugins.text.forgetting`)."""
     import spacy
 
-    return spacy.load(name)
+    from .text import share
+
+    return share(spacy.load(name))
 
 
 def _select(

@@ -31,6 +31,10 @@ import numpy as np
 
 from .errors import BudgetExceededError
 
+#: ``Guarantee.selection`` when every word is privatized (the default text path: only
+#: whitespace and the public punctuation allow-list pass through).
+ALL_WORDS = "every word"
+
 
 def _library_version() -> str:
     from . import __version__
@@ -52,6 +56,7 @@ class Guarantee:
     oov_policy: str
     rng: str
     releases: int = 1
+    selection: str = ALL_WORDS
     library_version: str = field(default_factory=_library_version)
 
     @property
@@ -70,6 +75,13 @@ class Guarantee:
             f"{self.epsilon:g}*d-private for d = {unit} between word embeddings "
             f"(total {self.spend:g} per unit distance); {self.tokens_passed_through} tokens "
             f"passed through unchanged; noise {self.rng}."
+            + (
+                ""
+                if self.selection == ALL_WORDS
+                else f" Which tokens were privatized was decided from the raw text "
+                f"({self.selection}): that decision is not protected, so the bound holds "
+                "between texts that select the same tokens and share the unselected ones."
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,7 +99,16 @@ class Guarantee:
 
     def merge(self, other: Guarantee) -> Guarantee:
         """The guarantee of both releases together (same mechanism settings only)."""
-        keys = ("mechanism", "epsilon", "metric", "embeddings", "vocab_size", "oov_policy", "rng")
+        keys = (
+            "mechanism",
+            "epsilon",
+            "metric",
+            "embeddings",
+            "vocab_size",
+            "oov_policy",
+            "rng",
+            "selection",
+        )
         for key in keys:
             if getattr(self, key) != getattr(other, key):
                 raise ValueError(f"cannot merge guarantees with different {key}")

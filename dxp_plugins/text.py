@@ -19,7 +19,11 @@ them and the allow-listed punctuation.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -62,11 +66,55 @@ def should_privatize(token_text: str) -> bool:
 
 
 @functools.cache
-def tokenizer() -> Tokenizer:
-    """The shared public tokenizer (``spacy.blank("en").tokenizer``)."""
+def blank_pipeline() -> Any:
+    """The shared ``spacy.blank("en")`` whose tokenizer every door uses."""
     import spacy
 
-    return spacy.blank("en").tokenizer
+    return share(spacy.blank("en"))
+
+
+def tokenizer() -> Tokenizer:
+    """The shared public tokenizer (``spacy.blank("en").tokenizer``)."""
+    tokenizer_: Tokenizer = blank_pipeline().tokenizer
+    return tokenizer_
+
+
+#: Pipelines this library loads once per process and shares between doors and objects.
+_SHARED: weakref.WeakSet[Any] = weakref.WeakSet()
+_SHARED_LOCK = threading.Lock()
+
+
+def share(nlp: Any) -> Any:
+    """Mark a process-wide pipeline: :func:`forgetting` then processes text with it inside
+    ``nlp.memory_zone()``, so it keeps no raw word after a batch."""
+    _SHARED.add(nlp)
+    return nlp
+
+
+@contextlib.contextmanager
+def forgetting(nlp: Any) -> Iterator[None]:
+    """Process with a shared pipeline inside its ``memory_zone`` (one zone at a time: zones
+    must not nest), so its StringStore and caches forget the raw words of the batch.
+
+    Without this a process-wide pipeline would keep every word it ever saw, after the door
+    that privatized it is gone, for any later Doc, token filter or pickle to see. A
+    pipeline of the user's own (``privatize_texts(nlp=...)``) is left alone: its owner
+    decides (see docs/front-doors.md on ``memory_zone``). Docs made inside are invalid
+    after it: extract strings before leaving.
+    """
+    zone = getattr(nlp, "memory_zone", None)
+    if nlp not in _SHARED or zone is None:
+        yield
+        return
+    with _SHARED_LOCK:
+        try:
+            with zone():
+                yield
+        finally:
+            for _, component in getattr(nlp, "pipeline", ()):
+                cache = getattr(component, "cache", None)  # spaCy's Lemmatizer: keyed by orth
+                if isinstance(cache, dict):
+                    cache.clear()
 
 
 @dataclass(frozen=True)
@@ -94,7 +142,8 @@ class TokenizedText:
 
 def tokenize(text: str) -> TokenizedText:
     """Tokenize one text with the public tokenizer and the default selection."""
-    return TokenizedText.from_doc(tokenizer()(check_text(text)))
+    with forgetting(blank_pipeline()):
+        return TokenizedText.from_doc(tokenizer()(check_text(text)))
 
 
 def detokenize(words: Sequence[str], spaces: Sequence[str]) -> str:
@@ -142,12 +191,14 @@ def vocabulary_test(mechanism: Mechanism) -> Callable[[list[str]], Sequence[bool
 
 
 def privatize_tokenized(
-    documents: Sequence[TokenizedText], mechanism: Mechanism
+    documents: Sequence[TokenizedText], mechanism: Mechanism, selection: str | None = None
 ) -> list[tuple[list[str], Guarantee]]:
     """Privatize the selected tokens of all documents in one batch (the shared core).
 
     Unselected tokens are returned unchanged; unselected non-whitespace tokens count as
-    passed through in each document's guarantee.
+    passed through in each document's guarantee. ``selection`` names a restricted
+    selection (POS, entities, a token filter: decided from the raw text), which each
+    guarantee records and states as unprotected.
     """
     chosen = [
         [w for w, keep in zip(doc.words, doc.selected, strict=True) if keep] for doc in documents
@@ -163,7 +214,10 @@ def privatize_tokenized(
                 out[position] = next(replacements)
             elif not doc.words[position].isspace():
                 passed += 1
-        results.append((out, guarantee.add_passed_through(passed)))
+        guarantee = guarantee.add_passed_through(passed)
+        if selection is not None:
+            guarantee = dataclasses.replace(guarantee, selection=selection)
+        results.append((out, guarantee))
     return results
 
 
@@ -233,14 +287,16 @@ def _privatize_batch(
 ) -> Iterator[PrivateText]:
     """``texts`` start at index ``start`` of the caller's texts (named in OOV errors)."""
     blank = [not text.strip() for text in texts]
-    docs = [
-        TokenizedText.from_doc(doc, None if select is None else select(doc))
-        for doc in (tokenizer() if nlp is None else nlp).pipe(
-            text for text, empty in zip(texts, blank, strict=True) if not empty
-        )
-    ]
+    with forgetting(blank_pipeline() if nlp is None else nlp):
+        docs = [
+            TokenizedText.from_doc(doc, None if select is None else select(doc))
+            for doc in (tokenizer() if nlp is None else nlp).pipe(
+                text for text, empty in zip(texts, blank, strict=True) if not empty
+            )
+        ]
+    selection = None if select is None else getattr(select, "description", "custom selector")
     try:
-        released = privatize_tokenized(docs, mechanism)
+        released = privatize_tokenized(docs, mechanism, selection)
     except OOVError as error:
         if error.document is None:
             raise

