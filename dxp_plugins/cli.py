@@ -18,7 +18,9 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
@@ -759,11 +761,26 @@ def _unexpected(error: Exception, place: str | None) -> int:
     return 1
 
 
+def _raised_by_this_library(error: BaseException) -> bool:
+    """Whether ``error`` was raised in dxp_plugins' own code, whose messages never quote
+    input; a token filter, loader or third-party library may put input in its message."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    if frame is None:
+        return False
+    return Path(frame.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR)
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxp`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
     args.place = None  # the input line being handled, when known (see _records)
+    previous = _exit_on_sigterm()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -778,6 +795,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnicodeError as error:  # a ValueError whose message quotes the offending text
         return _unexpected(error, args.place)
     except (DxpError, ValueError, TypeError) as error:
+        if not (isinstance(error, DxpError) or _raised_by_this_library(error)):
+            return _unexpected(error, args.place)
         sys.stderr.write(f"{PROG}: error: {error}\n")
         return 1
     except OSError as error:
@@ -785,6 +804,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
         return _unexpected(error, args.place)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm() -> Any:
+    """Turn SIGTERM into SystemExit (exit code 143), so clean-up runs (the temporary output
+    file is removed) as it does on errors; returns the previous handler to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return None  # signal handlers can only be installed from the main thread
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -376,3 +376,38 @@ def test_a_missing_subcommand_prints_the_help(capsys, command, listed):
     code, out, err = run(command, capsys)
     assert code == 2 and out == ""
     assert err.startswith(" ".join(["usage: dxp", *command])) and listed in err
+
+
+def test_third_party_error_messages_are_withheld(tmp_path, capsys, monkeypatch):
+    """A token filter (any code outside the library) may quote input in its message: the CLI
+    prints only the error type and the input line."""
+    from tests.door_fixtures import register
+
+    def numeric(token):
+        return int(token.text) > 100  # ValueError: invalid literal ... 'zq7secret'
+
+    register(monkeypatch, "token_filters", "numeric.v1", numeric)
+    source = tmp_path / "in.txt"
+    source.write_text("42 zq7secret\n", encoding="utf-8")
+    args = ["privatize", str(source), "--epsilon", "4", "--vocab-size", "2000"]
+    assert main([*args, "--token-filter", "numeric.v1"]) == 1
+    err = capsys.readouterr().err
+    assert "zq7secret" not in err and "unexpected ValueError" in err and err.count("\n") == 1
+
+
+def test_sigterm_leaves_no_temporary_output(tmp_path):
+    """A terminated run cleans up like a failed one: no hidden partial file of private text."""
+    import signal
+    import time
+
+    source, target = tmp_path / "big.txt", tmp_path / "out.txt"
+    source.write_text("the hockey team won the final again\n" * 200_000, encoding="utf-8")
+    command = [Path(sys.executable).with_name("dxp"), "privatize", source, "-e", "5", *FAST]
+    process = subprocess.Popen([*command, "-o", target], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".out.txt.*.tmp")) and process.poll() is None:
+        assert time.monotonic() < deadline, "the run never started writing"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 128 + signal.SIGTERM
+    assert list(tmp_path.iterdir()) == [source]

@@ -290,6 +290,17 @@ def test_bad_transformer_settings_raise(counts, params, match):
         LPLPTransformer(**params).fit(counts)
 
 
+def test_validation_errors_never_quote_the_counts():
+    """scikit-learn's messages print the array (a document's bag of words) or a value."""
+    transformer = LPLPTransformer()
+    for bad in (np.array([0, 3, 0, 7]), np.array([[0, 3j, 0, 7]]), [["zq7secret", "1"]]):
+        with pytest.raises(ValueError) as error:
+            transformer.fit(bad)
+        message = str(error.value)
+        assert "3" not in message and "7" not in message and "zq7secret" not in message
+        assert "\n" not in message
+
+
 def test_transform_rejects_other_features_and_negative_counts(counts):
     transformer = LPLPTransformer().fit(counts)
     with pytest.raises(ValueError, match="features"):

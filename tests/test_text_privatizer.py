@@ -136,6 +136,7 @@ def test_pickles_hold_no_generator_state(privatizer):
     assert key.tobytes() not in blob and b"ChaCha" not in blob
     restored = pickle.loads(blob)
     assert "mechanism_" not in restored.__dict__ and restored.random_source_._generator is None
+    assert "mechanism_" in privatizer.__dict__  # pickling leaves the original as it was
     assert restored.accountant_.spent == privatizer.accountant_.spent  # spend is kept
     assert layout(restored.transform(["hockey team"])[0]) == "W W"
     assert restored.mechanism_.embeddings.fingerprint == privatizer.embeddings_fingerprint_

@@ -15,6 +15,7 @@ fixed public word list (e.g. frequent GloVe words) and pass the same list as
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -147,7 +148,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> LPLPTransformer:
         """Build the public grouping and decompression weights for X's features."""
-        X = validate_data(self, X, accept_sparse=_SPARSE, dtype="numeric", reset=True)
+        X = _validate_counts(self, X, reset=True)
         counts = check_counts(X)
         n_features = counts.shape[1]
         n_changes = check_int(self.n_changes, "n_changes", minimum=1)
@@ -224,7 +225,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
     def transform(self, X: Any) -> sp.csr_matrix:
         """Private counts of each row of X (CSR int64, same features); fresh noise per call."""
         check_is_fitted(self, "release_")
-        X = validate_data(self, X, accept_sparse=_SPARSE, dtype="numeric", reset=False)
+        X = _validate_counts(self, X, reset=False)
         private, _ = self.release_.release(X)
         return private
 
@@ -249,3 +250,17 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         if input_features is not None and list(input_features) != list(words):
             raise ValueError("input_features differ from the vocabulary")
         return words
+
+
+def _validate_counts(estimator: LPLPTransformer, X: Any, *, reset: bool) -> Any:
+    """scikit-learn's ``validate_data``, with messages that never quote the counts: its
+    errors print the array (``array=[0 3 0 7]``) or a value that failed to convert."""
+    try:
+        return validate_data(estimator, X, accept_sparse=_SPARSE, dtype="numeric", reset=reset)
+    except (ValueError, TypeError) as error:
+        lines = [
+            re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", line)  # a value that failed to convert
+            for line in str(error).splitlines()
+            if line.strip() and not line.lstrip().startswith(("array=", "["))  # the data
+        ]
+        raise type(error)(" ".join(lines) or "X is not a valid count matrix") from None

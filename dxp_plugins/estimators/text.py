@@ -214,7 +214,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         return [result.text for result in results]
 
     def __getstate__(self) -> dict[str, Any]:
-        state: dict[str, Any] = super().__getstate__()
+        state: dict[str, Any] = dict(super().__getstate__())  # a copy: never the live __dict__
         state.pop("mechanism_", None)  # carries the table; rebuilt on first use
         return state
 
