@@ -492,6 +492,10 @@ def _privatize(args: argparse.Namespace) -> int:
     total: Guarantee | None = None
     documents = 0
     with ExitStack() as stack:
+        # Both targets are opened before the work and replaced together when it succeeds.
+        report: IO[bytes] | None = None
+        if args.report and args.report != "-":
+            report = stack.enter_context(_replacing(args.report))
         out: IO[bytes] = (
             sys.stdout.buffer
             if args.output == "-"
@@ -526,10 +530,10 @@ def _privatize(args: argparse.Namespace) -> int:
                 progress.update(len(batch))
                 documents += len(batch)
             out.flush()
-    if args.report:
-        if total is None:  # no document: nothing was released
-            total = dataclasses.replace(mechanism.guarantee(0), releases=0)
-        _write_report(args.report, total, documents, kept)
+        if args.report:
+            if total is None:  # no document: nothing was released
+                total = dataclasses.replace(mechanism.guarantee(0), releases=0)
+            _write_report(report, total, documents, kept)
     return 0
 
 
@@ -539,7 +543,10 @@ def _no_progress(args: argparse.Namespace) -> bool | None:
     return not args.progress
 
 
-def _write_report(target: str, guarantee: Any, documents: int, kept: list[str]) -> None:
+def _write_report(
+    stream: IO[bytes] | None, guarantee: Any, documents: int, kept: list[str]
+) -> None:
+    """The JSON report to ``stream`` (None: stderr, for ``--report -``)."""
     report = {
         "documents": documents,
         "statement": guarantee.statement,
@@ -548,11 +555,10 @@ def _write_report(target: str, guarantee: Any, documents: int, kept: list[str]) 
         "unprotected_fields": kept,
     }
     text = json.dumps(report, indent=2) + "\n"
-    if target == "-":
+    if stream is None:
         sys.stderr.write(text)
     else:
-        with _replacing(target) as stream:
-            stream.write(text.encode("utf-8"))
+        stream.write(text.encode("utf-8"))
 
 
 # -- calibrate ------------------------------------------------------------------------------

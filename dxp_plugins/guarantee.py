@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -144,9 +145,10 @@ class Accountant:
     ``clone``, which ``GridSearchCV`` uses) return the same object, so every fit of a clone
     is charged to it. A pickle, and so a worker process (``n_jobs`` with processes,
     ``nlp.pipe(n_process=2)``) or a saved and loaded model, gets a copy that the original
-    never hears from. A copy without a cap records its own releases; a copy *with* a cap
-    refuses every charge (fails closed), because each copy would otherwise enforce the cap
-    on its own and their total could exceed it.
+    never hears from; so does a forked child (``nlp.pipe(n_process=2)`` forks on Linux). A
+    copy without a cap records its own releases; a copy *with* a cap refuses every charge
+    (fails closed), because each copy would otherwise enforce the cap on its own and their
+    total could exceed it.
     """
 
     def __init__(self, cap: float | None = None) -> None:
@@ -154,6 +156,7 @@ class Accountant:
             raise ValueError("cap must be a finite number >= 0 or None")
         self.cap = None if cap is None else float(cap)
         self._is_copy = False
+        self._owner_pid = os.getpid()
         self._lock = threading.Lock()
         self.spent = 0.0
         self.tokens_privatized = 0
@@ -172,12 +175,13 @@ class Accountant:
         """
         if not _is_amount(spend):
             raise ValueError("spend must be a finite number >= 0")
-        if self.cap is not None and self._is_copy:
+        if self.cap is not None and self.is_copy:
             raise BudgetExceededError(
-                f"this Accountant (cap {self.cap:g}) is a copy made by pickling (a worker "
-                "process or a loaded object): its cap cannot hold together with the "
-                "original's. Release in one process (n_jobs=1, n_process=1 or a thread "
-                "backend), or give this copy an Accountant(cap=...) of its own"
+                f"this Accountant (cap {self.cap:g}) is a copy in another process or made by "
+                "pickling (a forked or spawned worker, a loaded object): its cap cannot hold "
+                "together with the original's. Release in one process (n_jobs=1, "
+                "n_process=1 or a thread backend), or give this copy an "
+                "Accountant(cap=...) of its own"
             )
         with self._lock:
             if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
@@ -188,6 +192,12 @@ class Accountant:
             self.spent += spend
             self.tokens_privatized += tokens
             self.releases += 1
+
+    @property
+    def is_copy(self) -> bool:
+        """True for a pickled copy or in a forked child: the original never hears of its
+        charges, so with a cap it refuses them."""
+        return self._is_copy or os.getpid() != self._owner_pid
 
     def __copy__(self) -> Accountant:
         return self
@@ -207,8 +217,8 @@ class Accountant:
 
     def __repr__(self) -> str:
         cap = "no cap" if self.cap is None else f"cap={self.cap:g}"
-        if self.cap is not None and self._is_copy:
-            cap += ", pickled copy: refuses charges"
+        if self.cap is not None and self.is_copy:
+            cap += ", a copy: refuses charges"
         return f"Accountant(spent={self.spent:g}, releases={self.releases}, {cap})"
 
 

@@ -291,6 +291,20 @@ def test_a_failed_run_leaves_the_output_as_it_was(tmp_path, capsys):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["mixed.txt", "private.txt"]
 
 
+def test_an_unwritable_report_leaves_the_output_as_it_was(tmp_path, capsys):
+    """The report target is opened before the work: -o is not replaced by a failing run."""
+    source, out = tmp_path / "in.txt", tmp_path / "private.txt"
+    source.write_text("hockey team\n")
+    out.write_text("old output\n")
+    for report in (tmp_path, tmp_path / "missing" / "report.json"):
+        code, _, err = run(
+            ["privatize", source, "-e", 300, "-o", out, "--report", report, *FAST], capsys
+        )
+        assert code == 1 and "cannot write" in err
+        assert out.read_text() == "old output\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt", "private.txt"]
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import pickle
 
 import numpy as np
@@ -120,7 +121,7 @@ def test_a_pickled_copy_of_a_capped_ledger_fails_closed(glove_5k):
     capped.charge(1.0, 1)
     copy_ = pickle.loads(pickle.dumps(capped))
     assert (copy_.spent, copy_.cap) == (1.0, 5.0) and "refuses" in repr(copy_)
-    with pytest.raises(dxp.BudgetExceededError, match="copy made by pickling"):
+    with pytest.raises(dxp.BudgetExceededError, match="made by pickling"):
         copy_.charge(1.0, 1)
     worker_mech = pickle.loads(pickle.dumps(dxp.Madlib(glove_5k, epsilon=1.0, accountant=capped)))
     with pytest.raises(dxp.BudgetExceededError):
@@ -154,3 +155,19 @@ def test_a_restricted_selection_is_recorded_and_stated_as_unprotected(glove_5k):
     assert "decided from the raw text (pos NOUN)" in nouns.statement
     with pytest.raises(ValueError, match="selection"):
         every.merge(nouns)
+
+
+def test_a_forked_child_refuses_to_charge_a_capped_ledger():
+    """fork copies the ledger without pickling (spaCy's n_process on Linux): fail closed."""
+    capped, uncapped = Accountant(cap=5), Accountant()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            uncapped.charge(1.0, 1)
+            capped.charge(1.0, 1)
+        except dxp.BudgetExceededError:
+            os._exit(3)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 3
+    capped.charge(1.0, 1)  # the parent's own ledger is unaffected

@@ -406,6 +406,15 @@ def test_worker_releases_add_up_from_the_docs_guarantees():
     assert nlp.get_pipe("dxp_privatizer").accountant.spent == 0
 
 
+def test_workers_refuse_to_charge_a_capped_accountant():
+    """Forked workers each hold a copy of the ledger: with a cap they must refuse, not let
+    two workers spend the cap twice (fail closed, PRIVACY.md 13)."""
+    nlp = make_nlp(epsilon=10.0)
+    nlp.get_pipe("dxp_privatizer").accountant = dxp.Accountant(cap=100)
+    with pytest.raises((ValueError, dxp.BudgetExceededError), match="cannot hold"):
+        list(nlp.pipe(["good film"] * 8, n_process=2, batch_size=2))
+
+
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="mutant needs fork")
 def test_the_worker_test_catches_a_replayed_stream(monkeypatch):
     """Mutant: seeded workers re-create the seed's own stream (ignoring the pid)."""

@@ -1,6 +1,6 @@
 """Ours against mldp-text, pypantera and dp-diffractor on the same words, in one run.
 
-    python benchmarks/peers/run.py            # full run (~30-40 min on 2 cores)
+    python benchmarks/peers/run.py            # full run (~17 min on a quiet 2-core machine)
     python benchmarks/peers/run.py --vocab 100000 --budget 30     # quicker look
 
 Creates the peers' isolated environment (pinned, from PyPI) and the converted vectors in
