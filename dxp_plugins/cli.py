@@ -437,15 +437,27 @@ def _check_targets(args: argparse.Namespace) -> None:
     for option, target in (("--output", args.output), ("--report", args.report)):
         if target not in (None, "-") and any(_same_file(target, name) for name in inputs):
             raise CLIError(f"{option} {target} is also an input file: write to another file")
+    targets = [target for target in (args.output, args.report) if target not in (None, "-")]
+    special = len(targets) == 2 and Path(targets[0]).exists() and not Path(targets[0]).is_file()
+    if len(targets) == 2 and _same_file(*targets) and not special:  # /dev/null twice is fine
+        raise CLIError("--output and --report name the same file: write them apart")
 
 
 @contextmanager
 def _replacing(target: str) -> Iterator[IO[bytes]]:
     """A new file beside ``target`` that replaces it only when the block succeeds: a failed
     run leaves no partial output and an existing ``target`` untouched."""
-    path = Path(target)
+    path = Path(target).resolve()  # a symlink: replace the file it points to
     if path.is_dir():  # os.replace would fail only once the work is done
         raise CLIError(f"cannot write {target}: is a directory")
+    if path.exists() and not path.is_file():  # a device, FIFO or socket: write through it
+        try:
+            direct = open(path, "wb")  # noqa: SIM115
+        except OSError as error:
+            raise CLIError(f"cannot write {target}: {error.strerror}") from None
+        with direct:
+            yield direct
+        return
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         stream = open(temporary, "xb")  # noqa: SIM115  (mode 0o666 & ~umask, as open(target))
@@ -533,6 +545,8 @@ def _privatize(args: argparse.Namespace) -> int:
         if args.report:
             if total is None:  # no document: nothing was released
                 total = dataclasses.replace(mechanism.guarantee(0), releases=0)
+                if select is not None:
+                    total = dataclasses.replace(total, selection=settings.selection_label())
             _write_report(report, total, documents, kept)
     return 0
 
@@ -820,6 +834,8 @@ def _exit_on_sigterm() -> Any:
     file is removed) as it does on errors; returns the previous handler to restore."""
     if threading.current_thread() is not threading.main_thread():
         return None  # signal handlers can only be installed from the main thread
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_IGN, None):
+        return None  # ignored on purpose, or a handler set outside Python: leave it
 
     def stop(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)

@@ -272,15 +272,12 @@ def entity_labels(nlp: Any) -> frozenset[str] | None:
     return frozenset(labels) if found else None
 
 
-@functools.lru_cache(maxsize=2)
 def load_pipeline(name: str) -> Any:
-    """An installed spaCy pipeline (loaded once per process and shared, so the doors use
-    it inside ``memory_zone``: see :func:`dxp_plugins.text.forgetting`)."""
-    import spacy
+    """An installed spaCy pipeline, loaded once per thread and shared by the doors, which
+    use it inside ``memory_zone`` (:func:`dxp_plugins.text.forgetting`)."""
+    from .text import shared_pipeline
 
-    from .text import share
-
-    return share(spacy.load(name))
+    return shared_pipeline(name)
 
 
 def _select(

@@ -181,7 +181,8 @@ class Accountant:
                 "pickling (a forked or spawned worker, a loaded object): its cap cannot hold "
                 "together with the original's. Release in one process (n_jobs=1, "
                 "n_process=1 or a thread backend), or give this copy an "
-                "Accountant(cap=...) of its own"
+                "Accountant(cap=...) of its own (a loaded estimator: set_params(accountant="
+                "...) and fit again)"
             )
         with self._lock:
             if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -65,56 +64,73 @@ def should_privatize(token_text: str) -> bool:
     return not token_text.isspace() and token_text not in PUNCTUATION
 
 
-@functools.cache
-def blank_pipeline() -> Any:
-    """The shared ``spacy.blank("en")`` whose tokenizer every door uses."""
+#: The pipelines the doors load and share, one set per thread: a memory zone covers a whole
+#: vocab, so a zone opened by one thread must never free the strings of another's Docs.
+_LOCAL = threading.local()
+#: Which pipelines are ours (processed inside memory zones by :func:`forgetting`).
+_SHARED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def shared_pipeline(name: str | None = None) -> Any:
+    """This thread's copy of a pipeline the doors share: ``spacy.blank("en")`` (``name``
+    None) or an installed pipeline, loaded once per thread (at most two names are kept)."""
     import spacy
 
-    return share(spacy.blank("en"))
+    cache: dict[str | None, Any] | None = getattr(_LOCAL, "pipelines", None)
+    if cache is None:
+        cache = _LOCAL.pipelines = {}
+    if name not in cache:
+        if len(cache) >= 3:  # the blank one and two named pipelines
+            cache.pop(next(key for key in cache if key is not None))
+        nlp = spacy.blank("en") if name is None else spacy.load(name)
+        _SHARED.add(nlp)
+        cache[name] = nlp
+    return cache[name]
+
+
+def blank_pipeline() -> Any:
+    """This thread's shared ``spacy.blank("en")``, whose tokenizer every door uses."""
+    return shared_pipeline(None)
 
 
 def tokenizer() -> Tokenizer:
-    """The shared public tokenizer (``spacy.blank("en").tokenizer``)."""
+    """The public tokenizer (``spacy.blank("en").tokenizer``, this thread's shared copy)."""
     tokenizer_: Tokenizer = blank_pipeline().tokenizer
     return tokenizer_
 
 
-#: Pipelines this library loads once per process and shares between doors and objects.
-_SHARED: weakref.WeakSet[Any] = weakref.WeakSet()
-_SHARED_LOCK = threading.Lock()
-
-
-def share(nlp: Any) -> Any:
-    """Mark a process-wide pipeline: :func:`forgetting` then processes text with it inside
-    ``nlp.memory_zone()``, so it keeps no raw word after a batch."""
-    _SHARED.add(nlp)
-    return nlp
-
-
 @contextlib.contextmanager
 def forgetting(nlp: Any) -> Iterator[None]:
-    """Process with a shared pipeline inside its ``memory_zone`` (one zone at a time: zones
-    must not nest), so its StringStore and caches forget the raw words of the batch.
+    """Process with a shared pipeline inside its ``memory_zone``, so its StringStore and
+    caches forget the raw words of the batch; extract strings before leaving (Docs made
+    inside are invalid after it).
 
-    Without this a process-wide pipeline would keep every word it ever saw, after the door
-    that privatized it is gone, for any later Doc, token filter or pickle to see. A
-    pipeline of the user's own (``privatize_texts(nlp=...)``) is left alone: its owner
-    decides (see docs/front-doors.md on ``memory_zone``). Docs made inside are invalid
-    after it: extract strings before leaving.
+    Without this a pipeline kept for the life of the process would hold every word it
+    ever saw, after the door that privatized it is gone, for any later Doc, token filter
+    or pickle to see. Zones must not nest: inside a zone already (the user's own, or ours
+    re-entered from a token filter) the open zone does the forgetting. A pipeline of the
+    user's own (``privatize_texts(nlp=...)``) is left alone: its owner decides (see
+    docs/front-doors.md on ``memory_zone``).
     """
     zone = getattr(nlp, "memory_zone", None)
-    if nlp not in _SHARED or zone is None:
+    if nlp not in _SHARED or zone is None or getattr(nlp.vocab, "in_memory_zone", True):
         yield
         return
-    with _SHARED_LOCK:
-        try:
-            with zone():
+    try:
+        with zone():
+            try:
                 yield
-        finally:
-            for _, component in getattr(nlp, "pipeline", ()):
-                cache = getattr(component, "cache", None)  # spaCy's Lemmatizer: keyed by orth
-                if isinstance(cache, dict):
-                    cache.clear()
+            except Exception as error:
+                # A message holding a Token or Doc could not be rendered once the zone
+                # has freed its strings: render it now.
+                if any(not isinstance(arg, str | int | float | None) for arg in error.args):
+                    error.args = (str(error),)
+                raise
+    finally:
+        for _, component in getattr(nlp, "pipeline", ()):
+            cache = getattr(component, "cache", None)  # spaCy's Lemmatizer: keyed by orth
+            if isinstance(cache, dict):
+                cache.clear()
 
 
 @dataclass(frozen=True)
@@ -307,11 +323,14 @@ def _privatize_batch(
             document=position,
             token=error.token,
         ) from None
+    blank_record = mechanism.guarantee(0, 0)
+    if selection is not None:
+        blank_record = dataclasses.replace(blank_record, selection=selection)
     results = iter(zip(docs, released, strict=True))
     is_word = vocabulary_test(mechanism)
     for empty in blank:
         if empty:
-            yield PrivateText("", mechanism.guarantee(0, 0))
+            yield PrivateText("", blank_record)
             continue
         doc, (words, guarantee) = next(results)
         yield PrivateText(

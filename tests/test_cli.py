@@ -425,3 +425,45 @@ def test_sigterm_leaves_no_temporary_output(tmp_path):
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=60) == 128 + signal.SIGTERM
     assert list(tmp_path.iterdir()) == [source]
+
+
+def test_links_and_fifos_are_written_through_not_replaced(tmp_path, capsys):
+    import os
+    import threading
+
+    source = tmp_path / "in.txt"
+    source.write_text("hockey team\n")
+    real, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    real.write_text("old\n")
+    link.symlink_to(real)
+    assert run(["privatize", source, "-e", 300, "-o", link, *FAST], capsys)[0] == 0
+    assert link.is_symlink() and real.read_text() == "hockey team\n"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert run(["privatize", source, "-e", 300, "-o", fifo, *FAST], capsys)[0] == 0
+    reader.join(timeout=30)
+    assert received == [b"hockey team\n"] and fifo.is_fifo()
+
+
+def test_output_and_report_must_differ(tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("hockey team\n")
+    same = tmp_path / "out.txt"
+    code, _, err = run(["privatize", source, "-o", same, "--report", same, "-e", 300], capsys)
+    assert code == 1 and "same file" in err and not same.exists()
+
+
+def test_an_ignored_sigterm_stays_ignored():
+    import signal
+
+    from dxp_plugins.cli import _exit_on_sigterm
+
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        assert _exit_on_sigterm() is None
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)

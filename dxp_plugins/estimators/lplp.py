@@ -258,9 +258,15 @@ def _validate_counts(estimator: LPLPTransformer, X: Any, *, reset: bool) -> Any:
     try:
         return validate_data(estimator, X, accept_sparse=_SPARSE, dtype="numeric", reset=reset)
     except (ValueError, TypeError) as error:
-        lines = [
-            re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", line)  # a value that failed to convert
-            for line in str(error).splitlines()
-            if line.strip() and not line.lstrip().startswith(("array=", "["))  # the data
-        ]
-        raise type(error)(" ".join(lines) or "X is not a valid count matrix") from None
+        raise type(error)(_without_data(str(error)) or "X is not a valid count matrix") from None
+
+
+def _without_data(message: str) -> str:
+    """``message`` without printed arrays (any bracketed text, however it wraps) or quoted
+    values, on one line."""
+    previous = None
+    while previous != message:  # innermost brackets first: nested and multi-line arrays
+        previous, message = message, re.sub(r"\[[^\[\]]*\]", "", message)
+    message = re.sub(r"array=\.?", "", message)
+    message = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", message)  # a value that did not convert
+    return " ".join(message.split())
