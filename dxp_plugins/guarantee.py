@@ -149,6 +149,12 @@ class Accountant:
     copy without a cap records its own releases; a copy *with* a cap refuses every charge
     (fails closed), because each copy would otherwise enforce the cap on its own and their
     total could exceed it.
+
+    Spends add up only in one unit: a Madlib ε is per unit of Euclidean distance between
+    vectors, a BRR ε per flipped bit, an LPLP ε per document of L1 distance N. The first
+    release fixes ``unit``; a release in another unit is refused (ValueError), with or
+    without a cap, rather than summed into a meaningless total. Convert between metrics
+    with :func:`dxp_plugins.calibration.equivalent_epsilon` and keep one accountant each.
     """
 
     def __init__(self, cap: float | None = None) -> None:
@@ -161,13 +167,14 @@ class Accountant:
         self.spent = 0.0
         self.tokens_privatized = 0
         self.releases = 0
+        self.unit: str | None = None
 
     @property
     def remaining(self) -> float:
         """Budget left before the cap (inf without a cap)."""
         return math.inf if self.cap is None else max(self.cap - self.spent, 0.0)
 
-    def charge(self, spend: float, tokens: int) -> None:
+    def charge(self, spend: float, tokens: int, unit: str | None = None) -> None:
         """Record a release; over the cap raise BudgetExceededError and charge nothing.
 
         ``spend`` must be a finite number >= 0: a NaN or negative charge would disable the
@@ -185,6 +192,13 @@ class Accountant:
                 "...) and fit again)"
             )
         with self._lock:
+            if unit is not None and self.unit is not None and unit != self.unit:
+                raise ValueError(
+                    f"this Accountant sums epsilon per {self.unit}; a release measured per "
+                    f"{unit} cannot be added to it. Keep one Accountant per metric and "
+                    "embeddings, or convert epsilon with "
+                    "dxp_plugins.calibration.equivalent_epsilon"
+                )
             if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
                 raise BudgetExceededError(
                     f"release of {spend:g} would exceed the privacy budget cap {self.cap:g} "
@@ -193,6 +207,8 @@ class Accountant:
             self.spent += spend
             self.tokens_privatized += tokens
             self.releases += 1
+            if unit is not None:
+                self.unit = unit
 
     @property
     def is_copy(self) -> bool:

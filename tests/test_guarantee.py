@@ -174,3 +174,19 @@ def test_a_forked_child_refuses_to_charge_a_capped_ledger():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 3
     capped.charge(1.0, 1)  # the parent's own ledger is unaffected
+
+
+def test_an_accountant_adds_spend_in_one_unit_only(glove_5k):
+    """Madlib's epsilon is per Euclidean unit, BRR's per flipped bit: their sum means
+    nothing, so the ledger refuses the second unit (with or without a cap)."""
+    for cap in (None, 1000.0):
+        accountant = Accountant(cap=cap)
+        dxp.Madlib(glove_5k, epsilon=2.0, accountant=accountant).privatize_ids(np.arange(3))
+        euclidean_tem = dxp.TEM(glove_5k.most_frequent(500), epsilon=2.0, accountant=accountant)
+        euclidean_tem.privatize_ids(np.arange(2))  # same metric, same named table: adds up
+        assert accountant.spent == 10.0 and "euclidean" in str(accountant.unit)
+        with pytest.raises(ValueError, match="cannot be added"):
+            dxp.BRR(glove_5k, epsilon=0.5, accountant=accountant).privatize_ids(np.arange(2))
+        with pytest.raises(ValueError, match="cannot be added"):
+            dxp.TEM(glove_5k, 2.0, metric="angular", accountant=accountant).privatize_ids([0])
+        assert accountant.spent == 10.0 and accountant.releases == 2

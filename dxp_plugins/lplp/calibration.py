@@ -59,3 +59,9 @@ def calibrate(
     true_epsilon = epsilon if mode == "sound" else n_features * epsilon / n_groups
     rate = check_rate(true_epsilon / n_changes)
     return NoiseCalibration(rate, true_epsilon, epsilon, n_changes, mode)
+
+
+def lplp_unit(n_changes: int) -> str:
+    """What an LPLP epsilon is per (accountants add only equal units): the neighbouring
+    relation of documents within L1 distance ``n_changes``."""
+    return f"(N={n_changes})-LPLP document (L1 distance up to {n_changes})"

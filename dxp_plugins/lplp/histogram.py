@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from .._validation import check_epsilon, check_int
 from ..guarantee import Accountant
 from . import noise
+from .calibration import lplp_unit
 from .compression import check_totals
 
 
@@ -37,7 +38,7 @@ def dp_histogram(
     rate = noise.check_rate(epsilon / n_changes, "histogram_epsilon / n_changes")
     check_totals(counts, 0, "each feature's corpus total")
     if accountant is not None:
-        accountant.charge(epsilon, 0)
+        accountant.charge(epsilon, 0, unit=lplp_unit(n_changes))
     totals = np.asarray(counts.sum(axis=0), dtype=np.int64).ravel()
     noisy = totals + noise.sample_two_sided_geometric(rng, totals.shape, rate)
     return np.maximum(noisy, 0)

@@ -22,7 +22,7 @@ from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..guarantee import Accountant
 from . import calibration, noise
-from .calibration import CALIBRATIONS, NoiseCalibration
+from .calibration import CALIBRATIONS, NoiseCalibration, lplp_unit
 from .compression import DecompressionPlan, check_counts, decompress, indicator
 from .groupings import check_partition
 from .guarantee import LPLPGuarantee
@@ -131,7 +131,7 @@ class LPLPRelease:
         calibrated = self.noise_calibration()
         record = self.guarantee(documents)
         if documents:  # charged before any noise; a refusal leaves the last record as it was
-            self.accountant.charge(calibrated.epsilon, documents)
+            self.accountant.charge(calibrated.epsilon, documents, unit=lplp_unit(self.n_changes))
         self.last_guarantee = record
         if documents == 0:
             return sp.csr_matrix((0, self.n_features), dtype=np.int64), record

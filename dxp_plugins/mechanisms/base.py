@@ -126,6 +126,13 @@ class Mechanism(ABC):
         return row
 
     @property
+    def ledger_unit(self) -> str:
+        """What this mechanism's epsilon is per; an accountant adds only equal units. Tables
+        under one name (e.g. glove-6b-50d at any ``vocab_size``) count as one space."""
+        space = self.embeddings.name or self.embeddings.fingerprint[:16]
+        return f"unit of {self.metric} distance between {space} vectors"
+
+    @property
     def rng_mode(self) -> str:
         """``"secure"`` or ``"seeded"``."""
         return self._random.mode
@@ -203,7 +210,7 @@ class Mechanism(ABC):
     # -- shared machinery --------------------------------------------------------------------
     def _release(self, ids: np.ndarray) -> np.ndarray:
         """Charge the accountant, then sample in bounded chunks."""
-        self.accountant.charge(self.epsilon * len(ids), len(ids))
+        self.accountant.charge(self.epsilon * len(ids), len(ids), unit=self.ledger_unit)
         if len(ids) == 0:
             return np.empty(0, dtype=np.int64)
         rng = self._random.generator()

@@ -120,6 +120,11 @@ class BRR(Mechanism):
         text = f"{self.embeddings.fingerprint}:{self.codes.fingerprint}"
         return hashlib.sha256(text.encode()).hexdigest()
 
+    @property
+    def ledger_unit(self) -> str:
+        """Epsilon per flipped bit of these codes (accountants add only equal units)."""
+        return f"bit of Hamming distance between codes {self.codes.fingerprint[:16]}"
+
     def guarantee(self, tokens_privatized: int, tokens_passed_through: int = 0) -> Guarantee:
         import dataclasses
 
