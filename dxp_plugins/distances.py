@@ -53,6 +53,8 @@ class Metric:
 
     #: Name recorded in guarantees.
     name: str = ""
+    #: The largest possible distance, when the metric has one (None: unbounded or unknown).
+    diameter: float | None = None
 
     @property
     def key(self) -> Any:
@@ -216,6 +218,7 @@ class Angular(Metric):
     """Angle between vectors, ``arccos(cos(a, b))`` in [0, pi] (zero vectors rejected)."""
 
     name = "angular"
+    diameter = math.pi
 
     def check_points(self, points: np.ndarray, what: str) -> None:
         norms = np.linalg.norm(np.asarray(points, dtype=np.float64), axis=1)

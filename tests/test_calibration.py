@@ -82,7 +82,7 @@ def test_hamming_space_uses_the_complement_trick():
 
 
 def test_mechanisms_bring_their_metric(glove_2k):
-    tem = dxp.TEM(glove_2k, epsilon=1.0, metric="angular")
+    tem = dxp.TEM(glove_2k, epsilon=1.0, metric="angular", gamma=1.0)
     summary = calibration.distance_summary(tem, n_pairs=2000, max_work=0, random_state=0)
     assert summary.metric == "angular" and summary.maximum_upper <= math.pi
     with pytest.raises(ValueError, match="own metric"):

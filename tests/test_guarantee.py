@@ -188,5 +188,6 @@ def test_an_accountant_adds_spend_in_one_unit_only(glove_5k):
         with pytest.raises(ValueError, match="cannot be added"):
             dxp.BRR(glove_5k, epsilon=0.5, accountant=accountant).privatize_ids(np.arange(2))
         with pytest.raises(ValueError, match="cannot be added"):
-            dxp.TEM(glove_5k, 2.0, metric="angular", accountant=accountant).privatize_ids([0])
+            angular = dxp.TEM(glove_5k, 2.0, metric="angular", gamma=1.0, accountant=accountant)
+            angular.privatize_ids([0])
         assert accountant.spent == 10.0 and accountant.releases == 2

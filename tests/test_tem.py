@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -292,3 +293,14 @@ def test_law_cache_keeps_the_most_frequent_words():
     assert sorted(key[1] for key in cache.cached_keys()) == [2, 5, 7]  # rank 9 evicted
     assert cache.nbytes == 3 * law.nbytes
     assert not tem_module.LawCache(law.nbytes - 1).put(("k", 0), law, 0)
+
+
+def test_a_gamma_beyond_the_metric_diameter_warns(glove_5k):
+    """Theorem 4.2's gamma ignores the metric: angular distances stop at pi, so at an
+    epsilon meant for Euclidean distances nothing is truncated and TEM is near uniform."""
+    with pytest.warns(UserWarning, match="nothing is truncated"):
+        dxp.TEM(glove_5k, epsilon=2.0, metric="angular")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dxp.TEM(glove_5k, epsilon=2.0, metric="angular", gamma=1.0)
+        dxp.TEM(glove_5k, epsilon=2.0)  # euclidean: no known diameter, no warning

@@ -45,6 +45,7 @@ import heapq
 import math
 import sys
 import threading
+import warnings
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -385,6 +386,23 @@ class TEM(Mechanism):
         self._local = threading.local()  # per-thread scratch buffer for uncached laws
         self._metric.check_points(self.embeddings.vectors, "embeddings")
         self._metric.check_points(self.embeddings.unk_vector()[None, :], "the UNK point")
+        self._warn_if_untruncated()
+
+    def _warn_if_untruncated(self) -> None:
+        """A gamma beyond the metric's diameter truncates nothing: at an epsilon chosen for
+        Euclidean distances an angular TEM is then close to uniform (a utility trap)."""
+        diameter = self._metric.diameter
+        if diameter is None or self.gamma < diameter:
+            return
+        spread = math.exp(min(self.epsilon * diameter / 2, 700.0))
+        warnings.warn(
+            f"gamma = {self.gamma:.3g} exceeds the largest {self.metric} distance "
+            f"({diameter:.3g}): nothing is truncated, and output probabilities differ by at "
+            f"most a factor {spread:.3g} across the vocabulary. epsilon is per unit of "
+            f"{self.metric} distance: calibrate it for this metric (dxp_plugins.calibration)",
+            UserWarning,
+            stacklevel=3,
+        )
 
     # -- parameters ------------------------------------------------------------------------
     @property
