@@ -634,6 +634,9 @@ def choose_epsilon(
 
     With Monte Carlo (no closed form) and ``conservative=True`` each word is judged by the
     upper confidence bound of N_w and the lower bound of S_w; see :attr:`EpsilonChoice.caveat`.
+
+    ``random_state`` seeds the bootstrap of S_w only; for reproducible mechanism noise seed
+    the mechanisms too (``params={"random_state": 0}`` with a registry name).
     """
     if max_n_w is None and min_s_w is None:
         raise ValueError("give a target: max_n_w, min_s_w or both")

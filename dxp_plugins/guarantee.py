@@ -68,12 +68,13 @@ class Guarantee:
     @property
     def statement(self) -> str:
         """One sentence a user can read."""
-        unit = {"euclidean": "Euclidean distance", "hamming": "Hamming distance"}.get(
-            self.metric, f"{self.metric} distance"
-        )
+        unit = {
+            "euclidean": "Euclidean distance between word embeddings",
+            "hamming": "Hamming distance between binary word codes",
+        }.get(self.metric, f"{self.metric} distance between word embeddings")
         return (
             f"{self.mechanism}: each of {self.tokens_privatized} privatized tokens is "
-            f"{self.epsilon:g}*d-private for d = {unit} between word embeddings "
+            f"{self.epsilon:g}*d-private for d = {unit} "
             f"(total {self.spend:g} per unit distance); {self.tokens_passed_through} tokens "
             f"passed through unchanged; noise {self.rng}."
             + (

@@ -96,6 +96,11 @@ def deniability_curves(
     ``curves`` maps a label (an embedding, a mechanism) to its results at several epsilon.
     With ``worst_case`` a dashed line of the same colour shows max N_w / min S_w.
     """
+    if not isinstance(curves, Mapping):
+        raise TypeError(
+            "curves must map a label to results, e.g. {'madlib': results} (a list of "
+            "results is what deniability_histograms takes)"
+        )
     if not curves:
         raise ValueError("give at least one curve")
     figure = _figure(8.0, 3.4)

@@ -46,18 +46,22 @@ class GroupingContext:
     histogram: Callable[[], np.ndarray] | None = None
     _ids: np.ndarray | None = field(default=None, repr=False)
 
-    def word_ids(self) -> np.ndarray:
+    def word_ids(self, needed_by: str = "this grouping") -> np.ndarray:
         """Row of each feature in the embeddings (``OOV_ID`` = -1 when absent)."""
+        hints = {
+            "vocabulary=": "vocabulary= (the feature words in column order, e.g. "
+            "CountVectorizer's get_feature_names_out())",
+            "embeddings=": "embeddings= (e.g. 'glove-6b-50d')",
+        }
         missing = [
-            argument
+            hints[argument]
             for argument, value in (("vocabulary=", self.words), ("embeddings=", self.embeddings))
             if value is None
         ]
         if missing:
             raise ValueError(
-                "this grouping needs the feature words and public embeddings: missing "
+                f"{needed_by} needs the feature words and public embeddings: missing "
                 + " and ".join(missing)
-                + " (e.g. embeddings='glove-6b-50d')"
             )
         assert self.words is not None and self.embeddings is not None
         if self._ids is None:
@@ -66,7 +70,7 @@ class GroupingContext:
 
     def word_vectors(self) -> np.ndarray:
         """float64 vector of each feature; words without one get the public UNK point."""
-        ids = self.word_ids()
+        ids = self.word_ids("this grouping (GloVe clusters)")
         assert self.embeddings is not None
         vectors = np.empty((len(ids), self.embeddings.dim), dtype=np.float64)
         known = ids != OOV_ID
@@ -122,7 +126,7 @@ def frequency_grouping(context: GroupingContext, *, order: str = "rank") -> np.n
     if order == "histogram":
         keys = -np.asarray(context.dp_histogram(), dtype=np.float64)
     else:
-        ids = context.word_ids()
+        ids = context.word_ids("grouping 'frequency' (order='rank')")
         assert context.embeddings is not None
         rank = context.embeddings.frequency_rank
         if rank is None:

@@ -58,9 +58,14 @@ class LPLPGuarantee:
             f"LPLP: each of {self.documents} documents is ({self.n_changes}, "
             f"{self.epsilon:g})-LPLP: two count vectors differing by at most "
             f"{self.n_changes} in total (L1) give outputs within a factor "
-            f"e^{self.epsilon:g}. {self.n_features} features compressed into "
-            f"{self.n_groups} groups ({self.grouping}); decompression weights: "
-            f"{self.weights}; noise {self.rng}."
+            f"e^{self.epsilon:g}. "
+            + (
+                f"{self.n_features} features, uncompressed"
+                if self.n_groups == self.n_features
+                else f"{self.n_features} features compressed into {self.n_groups} groups "
+                f"({self.grouping})"
+            )
+            + f"; decompression weights: {self.weights}; noise {self.rng}."
         )
         if self.calibration == "paper":
             text += (

@@ -29,7 +29,7 @@ def public_weights(weights: Any, context: GroupingContext) -> tuple[np.ndarray, 
         if weights == "uniform":
             return np.ones(context.n_features), "uniform (public)"
         if weights == "zipf":
-            ids = context.word_ids()
+            ids = context.word_ids("weights='zipf'")
             assert context.embeddings is not None
             rank = context.embeddings.frequency_rank
             if rank is None:

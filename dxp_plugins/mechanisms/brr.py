@@ -166,7 +166,10 @@ class BRR(Mechanism):
         table = self.embeddings.cache.get(key)
         if table is None:
             if (2**self.n_bits) * len(self.codes) > 1 << 24:
-                raise NotImplementedError("the vocabulary is too large to enumerate exactly")
+                raise NotImplementedError(
+                    "the vocabulary is too large to enumerate exactly (2^n_bits x words "
+                    "must be <= 2^24); use Monte Carlo (calibration method='monte_carlo')"
+                )
             distances = hamming(_every_code(self.n_bits), self.codes.packed)
             nearest = distances == distances.min(axis=1, keepdims=True)
             table = nearest / nearest.sum(axis=1, keepdims=True)
