@@ -713,7 +713,8 @@ def sample_words(
     pool: int | None = None,
     random_state: int | None = None,
 ) -> list[str]:
-    """``n`` distinct words drawn uniformly from the ``pool`` most frequent (all by default).
+    """``n`` distinct words drawn uniformly from the ``pool`` most frequent (all by default;
+    fewer, with a warning, when the pool is smaller than ``n``).
 
     The vocabulary is public, so the sample needs no secure randomness; ``random_state``
     makes it reproducible.
@@ -727,6 +728,12 @@ def sample_words(
     else:
         embeddings_pool = embeddings
     size = len(embeddings_pool)
+    if n > size:
+        warnings.warn(
+            f"asked for {n} words but the pool holds {size}: sampling all {size}",
+            UserWarning,
+            stacklevel=2,
+        )
     rng = np.random.default_rng(random_state)
     rows = np.sort(rng.choice(size, size=min(n, size), replace=False))
     return [embeddings_pool.words[row] for row in rows.tolist()]

@@ -211,10 +211,13 @@ class HNSWIndex(NeighborIndex):
         ef_search: int = 64,
         disk_cache: bool = True,
     ) -> None:
-        self._m = check_int(m, "m", minimum=2)
-        self._ef_construction = check_int(ef_construction, "ef_construction", minimum=1)
-        self._ef_search = check_int(ef_search, "ef_search", minimum=1)
+        _check_hnsw_values(m=m, ef_construction=ef_construction, ef_search=ef_search)
+        self._m = int(m)
+        self._ef_construction = int(ef_construction)
+        self._ef_search = int(ef_search)
         self._fingerprint = table.fingerprint
+        if not isinstance(disk_cache, bool | np.bool_):
+            raise TypeError("disk_cache must be True or False")
         self._disk_cache = bool(disk_cache)
         super().__init__(table)
 
@@ -286,6 +289,16 @@ def check_index_params(method: str, params: dict[str, Any]) -> None:
     unknown = sorted(set(params) - set(INDEX_PARAMS[method]))
     if unknown:
         raise ValueError(f"index {method!r} does not take parameter(s) {unknown}")
+    if method == "hnsw":  # values too, when the mechanism is made, not at its first use
+        _check_hnsw_values(**{k: v for k, v in params.items() if k != "disk_cache"})
+        if "disk_cache" in params and not isinstance(params["disk_cache"], bool | np.bool_):
+            raise TypeError("disk_cache must be True or False")
+
+
+def _check_hnsw_values(**values: Any) -> None:
+    minimum = {"m": 2, "ef_construction": 1, "ef_search": 1}
+    for name, value in values.items():
+        check_int(value, name, minimum=minimum[name])
 
 
 def get_index(table: EmbeddingTable, method: str = "exact", **params: Any) -> NeighborIndex:

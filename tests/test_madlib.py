@@ -138,3 +138,12 @@ def test_repr_shows_settings_not_secrets(mech):
 def test_distribution_is_not_available_without_closed_form(mech):
     with pytest.raises(NotImplementedError):
         mech.distribution("hockey")
+
+
+@pytest.mark.parametrize(
+    ("params", "error"),
+    [({"m": 0}, ValueError), ({"ef_search": 1.5}, TypeError), ({"disk_cache": "no"}, TypeError)],
+)
+def test_hnsw_parameters_are_checked_when_the_mechanism_is_made(glove_5k, params, error):
+    with pytest.raises(error):
+        dxp.Madlib(glove_5k, epsilon=10.0, index="hnsw", index_params=params)
