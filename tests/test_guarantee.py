@@ -191,3 +191,12 @@ def test_an_accountant_adds_spend_in_one_unit_only(glove_5k):
             angular = dxp.TEM(glove_5k, 2.0, metric="angular", gamma=1.0, accountant=accountant)
             angular.privatize_ids([0])
         assert accountant.spent == 10.0 and accountant.releases == 2
+
+
+def test_tables_of_different_files_under_one_name_are_different_units(glove_5k):
+    accountant = Accountant()
+    dxp.Madlib(glove_5k.most_frequent(100), 1.0, accountant=accountant).privatize_ids([0])
+    words, vectors = glove_5k.words[100:200], glove_5k.vectors[100:200]
+    other = dxp.EmbeddingTable(words, vectors, name=glove_5k.name)  # same name, other rows
+    with pytest.raises(ValueError, match="cannot be added"):
+        dxp.Madlib(other, 1.0, accountant=accountant).privatize_ids([0])

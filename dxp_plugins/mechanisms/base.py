@@ -128,8 +128,16 @@ class Mechanism(ABC):
     @property
     def ledger_unit(self) -> str:
         """What this mechanism's epsilon is per; an accountant adds only equal units. Tables
-        under one name (e.g. glove-6b-50d at any ``vocab_size``) count as one space."""
-        space = self.embeddings.name or self.embeddings.fingerprint[:16]
+        with one name and the same first row (e.g. glove-6b-50d at any ``vocab_size``)
+        count as one space; tables of different files do not."""
+        import hashlib
+
+        table = self.embeddings
+        if table.name is None or len(table) == 0:
+            space = table.fingerprint[:16]
+        else:
+            first = table.words[0].encode() + np.asarray(table.vectors[0]).tobytes()
+            space = f"{table.name} ({hashlib.sha256(first).hexdigest()[:8]})"
         return f"unit of {self.metric} distance between {space} vectors"
 
     @property
