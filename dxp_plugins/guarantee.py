@@ -229,7 +229,7 @@ class Accountant:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"unit": None, "_owner_pid": -1, **state})  # older pickles
         self._is_copy = True
         self._lock = threading.Lock()
 

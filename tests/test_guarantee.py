@@ -200,3 +200,10 @@ def test_tables_of_different_files_under_one_name_are_different_units(glove_5k):
     other = dxp.EmbeddingTable(words, vectors, name=glove_5k.name)  # same name, other rows
     with pytest.raises(ValueError, match="cannot be added"):
         dxp.Madlib(other, 1.0, accountant=accountant).privatize_ids([0])
+
+
+def test_an_accountant_pickled_by_an_older_version_still_charges():
+    old = Accountant.__new__(Accountant)
+    old.__setstate__({"cap": None, "spent": 2.0, "tokens_privatized": 2, "releases": 1})
+    old.charge(1.0, 1, unit="unit of euclidean distance")
+    assert old.spent == 3.0 and old.unit == "unit of euclidean distance"
