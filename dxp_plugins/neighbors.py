@@ -216,8 +216,7 @@ class HNSWIndex(NeighborIndex):
         self._ef_construction = int(ef_construction)
         self._ef_search = int(ef_search)
         self._fingerprint = table.fingerprint
-        if not isinstance(disk_cache, bool | np.bool_):
-            raise TypeError("disk_cache must be True or False")
+        _check_hnsw_values(disk_cache=disk_cache)
         self._disk_cache = bool(disk_cache)
         super().__init__(table)
 
@@ -290,15 +289,17 @@ def check_index_params(method: str, params: dict[str, Any]) -> None:
     if unknown:
         raise ValueError(f"index {method!r} does not take parameter(s) {unknown}")
     if method == "hnsw":  # values too, when the mechanism is made, not at its first use
-        _check_hnsw_values(**{k: v for k, v in params.items() if k != "disk_cache"})
-        if "disk_cache" in params and not isinstance(params["disk_cache"], bool | np.bool_):
-            raise TypeError("disk_cache must be True or False")
+        _check_hnsw_values(**params)
 
 
 def _check_hnsw_values(**values: Any) -> None:
     minimum = {"m": 2, "ef_construction": 1, "ef_search": 1}
     for name, value in values.items():
-        check_int(value, name, minimum=minimum[name])
+        if name == "disk_cache":
+            if not isinstance(value, bool | np.bool_):
+                raise TypeError("disk_cache must be True or False")
+        else:
+            check_int(value, name, minimum=minimum[name])
 
 
 def get_index(table: EmbeddingTable, method: str = "exact", **params: Any) -> NeighborIndex:

@@ -125,17 +125,22 @@ def test_gensim_adapter_fits_lda_on_private_counts(counts, vocabulary):
     assert len(corpus) == counts.shape[0] and dictionary.token2id[vocabulary[0]] == 0
 
 
-def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
-    accountant = dxp.Accountant()
-    transformer = LPLPTransformer(
+def histogram_transformer(n_groups: int | None, accountant: dxp.Accountant) -> LPLPTransformer:
+    """Grouping and weights both from a DP histogram with its own budget (0.5)."""
+    return LPLPTransformer(
         epsilon=1.0,
-        n_groups=100,
+        n_groups=n_groups,
         grouping="frequency",
         grouping_params={"order": "histogram"},
         weights="dp-histogram",
         histogram_epsilon=0.5,
         accountant=accountant,
-    ).fit(counts)
+    )
+
+
+def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
+    accountant = dxp.Accountant()
+    transformer = histogram_transformer(100, accountant).fit(counts)
     assert accountant.spent == 0.5  # one histogram release serves grouping and weights
     transformer.transform(counts)
     record = transformer.last_guarantee_
@@ -179,15 +184,8 @@ def test_uncompressed_release_spends_no_histogram_budget(counts, uncompressed):
     """K = M decompresses nothing and needs no grouping, so weights="dp-histogram" and a
     histogram-ordered grouping no longer release (and charge) the histogram."""
     accountant = dxp.Accountant()
-    transformer = LPLPTransformer(
-        epsilon=1.0,
-        n_groups=None if uncompressed is None else counts.shape[1],
-        grouping="frequency",
-        grouping_params={"order": "histogram"},
-        weights="dp-histogram",
-        histogram_epsilon=0.5,
-        accountant=accountant,
-    ).fit(counts)
+    n_groups = None if uncompressed is None else counts.shape[1]
+    transformer = histogram_transformer(n_groups, accountant).fit(counts)
     assert accountant.spent == 0 and transformer.histogram_ is None
     transformer.transform(counts[:3])
     record = transformer.last_guarantee_

@@ -9,6 +9,7 @@ policy (PRIVACY.md 20), the accountant check *before* noise is drawn (13), guara
 
 from __future__ import annotations
 
+import functools
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -125,7 +126,7 @@ class Mechanism(ABC):
             raise ValueError(f"id must lie in [-1, {len(self.embeddings)})")
         return row
 
-    @property
+    @functools.cached_property
     def ledger_unit(self) -> str:
         """What this mechanism's epsilon is per; an accountant adds only equal units. Tables
         with one name and the same first row (e.g. glove-6b-50d at any ``vocab_size``)

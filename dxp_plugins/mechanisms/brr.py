@@ -26,6 +26,7 @@ majority of user codes.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -120,7 +121,7 @@ class BRR(Mechanism):
         text = f"{self.embeddings.fingerprint}:{self.codes.fingerprint}"
         return hashlib.sha256(text.encode()).hexdigest()
 
-    @property
+    @functools.cached_property
     def ledger_unit(self) -> str:
         """Epsilon per flipped bit of these codes (accountants add only equal units)."""
         return f"bit of Hamming distance between codes {self.codes.fingerprint[:16]}"
