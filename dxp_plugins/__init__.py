@@ -52,14 +52,28 @@ _SUBMODULES = (
     "topics",
 )
 
+#: Literal (not built from ``_LAZY``) so type checkers see the public names;
+#: tests/test_registry.py keeps it equal to the eager names plus ``_LAZY``.
 __all__ = [
+    "BRR",
+    "TEM",
+    "Accountant",
     "BudgetExceededError",
     "DxpError",
+    "EmbeddingTable",
+    "Guarantee",
+    "LPLPTransformer",
+    "Madlib",
+    "Mechanism",
     "OOVError",
     "PrivacyWarning",
     "SeededRandomnessWarning",
+    "TextPrivatizer",
     "__version__",
-    *_LAZY,
+    "load_embeddings",
+    "make_mechanism",
+    "privatize_text",
+    "privatize_texts",
 ]
 
 
@@ -78,13 +92,32 @@ def __dir__() -> list[str]:
     return sorted({*__all__, *_SUBMODULES})
 
 
-if TYPE_CHECKING:
-    from .embeddings import load_embeddings
-    from .embeddings.table import EmbeddingTable
-    from .guarantee import Accountant, Guarantee
-    from .mechanisms import make_mechanism
-    from .mechanisms.base import Mechanism
-    from .mechanisms.brr import BRR
-    from .mechanisms.madlib import Madlib
-    from .mechanisms.tem import TEM
-    from .text import privatize_text, privatize_texts
+if TYPE_CHECKING:  # "import X as X": an explicit re-export for type checkers
+    from . import audit as audit
+    from . import calibration as calibration
+    from . import datasets as datasets
+    from . import doors as doors
+    from . import embeddings as embeddings
+    from . import estimators as estimators
+    from . import guarantee as guarantee
+    from . import lplp as lplp
+    from . import mechanisms as mechanisms
+    from . import neighbors as neighbors
+    from . import pipeline as pipeline
+    from . import plotting as plotting
+    from . import registry as registry
+    from . import text as text
+    from . import topics as topics
+    from .embeddings import load_embeddings as load_embeddings
+    from .embeddings.table import EmbeddingTable as EmbeddingTable
+    from .estimators import LPLPTransformer as LPLPTransformer
+    from .estimators import TextPrivatizer as TextPrivatizer
+    from .guarantee import Accountant as Accountant
+    from .guarantee import Guarantee as Guarantee
+    from .mechanisms import make_mechanism as make_mechanism
+    from .mechanisms.base import Mechanism as Mechanism
+    from .mechanisms.brr import BRR as BRR
+    from .mechanisms.madlib import Madlib as Madlib
+    from .mechanisms.tem import TEM as TEM
+    from .text import privatize_text as privatize_text
+    from .text import privatize_texts as privatize_texts

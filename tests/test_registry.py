@@ -93,3 +93,32 @@ def test_importing_the_package_is_cheap():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_public_names_are_visible_to_type_checkers():
+    """Type checkers read neither ``__getattr__`` nor a computed ``__all__``: each lazy name
+    and submodule needs an ``import X as X`` under TYPE_CHECKING, and the package ships
+    ``py.typed`` (PEP 561) so checkers use its annotations at all."""
+    import ast
+    from importlib import resources
+    from pathlib import Path
+
+    source = Path(dxp.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    literal_all = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+    )
+    re_exported = {
+        alias.asname
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module != "errors"
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    eager = {"BudgetExceededError", "DxpError", "OOVError", "PrivacyWarning"}
+    assert set(literal_all) == eager | {"SeededRandomnessWarning", "__version__", *dxp._LAZY}
+    assert set(dxp._LAZY) | set(dxp._SUBMODULES) <= re_exported
+    assert resources.files("dxp_plugins").joinpath("py.typed").is_file()
