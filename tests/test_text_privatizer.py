@@ -224,3 +224,43 @@ def test_unknown_entity_types_are_refused_at_fit(glove_5k, entities):
     )
     with pytest.raises(ValueError, match=f"unknown entity type\\(s\\) '{entities[0]}'.*PERSON"):
         step.fit(["Send the keys to Alice Johnson."])
+
+
+def test_parameters_are_keyword_only(glove_5k):
+    """sklearn estimators take keywords: a bare number must not become the mechanism."""
+    with pytest.raises(TypeError, match="positional"):
+        TextPrivatizer(10)  # type: ignore[misc]
+
+
+def test_one_text_column_in_two_dimensions(privatizer):
+    """ColumnTransformer passes ``["text"]`` as an (n, 1) table; iterating a table would
+    privatize its column names instead of its rows."""
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"text": ["hockey team", "ice", "the final"], "y": [1, 0, 1]})
+    out = privatizer.fit_transform(frame[["text"]])
+    assert [t.count(" ") for t in out] == [1, 0, 1]
+    column = np.array(["hockey team", "ice"], dtype=object).reshape(-1, 1)
+    assert [t.count(" ") for t in privatizer.transform(column)] == [1, 0]
+    with pytest.raises(ValueError, match=r"one text per row: got shape \(3, 2\)"):
+        privatizer.transform(frame)
+    with pytest.raises(ValueError, match="one text per row"):
+        privatizer.fit(np.empty((2, 1, 1), dtype=object))
+
+
+def test_feature_names_pass_through_a_column_transformer(glove_5k):
+    from sklearn.compose import ColumnTransformer
+
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"text": ["hockey team", "ice hockey"], "n": [1, 2]})
+    text_step = make_pipeline(
+        TextPrivatizer(epsilon=6.0, embeddings=glove_5k), CountVectorizer(min_df=1)
+    )
+    for column in ("text", ["text"]):
+        columns = ColumnTransformer([("t", text_step, column), ("n", "passthrough", ["n"])])
+        names = columns.fit(frame).get_feature_names_out()
+        assert names[-1] == "n__n" and all(name.startswith("t__") for name in names[:-1])
+    privatizer = TextPrivatizer(epsilon=6.0, embeddings=glove_5k).fit(["ice"])
+    assert list(privatizer.get_feature_names_out()) == ["text"]
+    assert list(privatizer.get_feature_names_out(["review"])) == ["review"]
+    with pytest.raises(ValueError, match="one text column"):
+        privatizer.get_feature_names_out(["a", "b"])

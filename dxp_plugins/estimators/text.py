@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -82,9 +83,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
 
     def __init__(
         self,
+        *,
         mechanism: str = "madlib",
         epsilon: float | None = None,
-        *,
         mechanism_params: dict[str, Any] | None = None,
         embeddings: Any = "glove-6b-50d",
         embeddings_params: dict[str, Any] | None = None,
@@ -118,7 +119,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     # -- scikit-learn API -------------------------------------------------------------------
     def fit(self, X: Iterable[str], y: Any = None) -> TextPrivatizer:
         """Check the settings and build the mechanism (nothing is learned from ``X``)."""
-        _check_documents(X)
+        _documents(X)
         settings = self._door_settings()
         settings.tagging_pipeline(self.spacy_model)  # loads it; refuses unknown entity types
         self.settings_ = settings
@@ -132,7 +133,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     def transform(self, X: Iterable[str]) -> list[str]:
         """Private texts (with ``privatize_at="fit"``: the texts unchanged)."""
         check_is_fitted(self, "settings_")
-        _check_documents(X)
+        X = _documents(X)
         changed = self.accountant is not None and self.accountant is not self.accountant_
         if changed or self._door_settings() != self.settings_:
             raise ValueError("parameters changed since fit; call fit again")
@@ -144,7 +145,19 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
 
     def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
         """Fit, then privatize ``X`` (whatever ``privatize_at`` says)."""
+        X = _documents(X)
         return self.fit(X, y)._privatize(X)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """One text column in, the same column out (names pass through, so ``Pipeline``
+        and ``ColumnTransformer`` can name the features of the vectorizer after it)."""
+        check_is_fitted(self, "settings_")
+        if input_features is None:
+            return np.asarray(["text"], dtype=object)
+        names = np.asarray(input_features, dtype=object)
+        if names.shape != (1,):
+            raise ValueError(f"input_features must name the one text column, got {names.size}")
+        return names
 
     def set_output(self, *, transform: str | None = None) -> TextPrivatizer:
         """Accept ``Pipeline.set_output``: text output stays a list of str whatever the
@@ -199,7 +212,6 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         return mechanism
 
     def _privatize(self, X: Iterable[str]) -> list[str]:
-        _check_documents(X)
         results = list(
             privatize_texts(
                 X,
@@ -219,8 +231,21 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         return state
 
 
-def _check_documents(X: Any) -> None:
+def _documents(X: Any) -> Iterable[Any]:
+    """``X`` as a 1-D iterable of texts; a one-column 2-D input (what ``ColumnTransformer``
+    passes for ``["text"]``, a one-column DataFrame) gives its column. Iterating a wider
+    table would privatize its column names, one "text" per column."""
     if isinstance(X, str | bytes):
         raise TypeError("X must be an iterable of texts, not a single str")
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 2:
+        if len(shape) > 2 or shape[1] != 1:
+            raise ValueError(
+                f"X must hold one text per row: got shape {tuple(shape)}; select the text "
+                f"column (e.g. df['text'])"
+            )
+        column: np.ndarray = np.asarray(X, dtype=object)[:, 0]
+        return column
     if not isinstance(X, Iterable):
         raise TypeError(f"X must be an iterable of str, got {type(X).__name__}")
+    return X
