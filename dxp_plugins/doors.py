@@ -28,6 +28,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -154,7 +155,7 @@ class DoorSettings:
             key = json.dumps(params, sort_keys=True)
         except TypeError:  # an object argument: load without sharing
             return _load(self.embeddings, params)
-        return _load_shared(self.embeddings, key)
+        return _load_shared(self.embeddings, key, _file_stamps(params))
 
     def build_mechanism(
         self, random_source: RandomSource, accountant: Accountant | None = None
@@ -395,6 +396,17 @@ def _load(name: str, params: dict[str, Any]) -> EmbeddingTable:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_shared(name: str, params_json: str) -> EmbeddingTable:
-    """Tables are immutable, so doors with the same embeddings share one (and its index)."""
+def _load_shared(name: str, params_json: str, stamps: tuple[Any, ...]) -> EmbeddingTable:
+    """Tables are immutable, so doors with the same embeddings share one (and its index);
+    ``stamps`` (see :func:`_file_stamps`) makes an edited vectors file a new key."""
     return _load(name, json.loads(params_json))
+
+
+def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
+    """(name, size, mtime) of each argument naming an existing file, e.g. ``path``."""
+    stamps = []
+    for key, value in sorted(params.items()):
+        if isinstance(value, str | os.PathLike) and os.path.isfile(value):
+            status = os.stat(value)
+            stamps.append((key, status.st_size, status.st_mtime_ns, status.st_ino))
+    return tuple(stamps)

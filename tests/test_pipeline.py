@@ -327,6 +327,29 @@ def test_different_embeddings_than_saved_are_refused():
         nlp("hockey")
 
 
+def test_saved_before_first_use_still_refuses_other_embeddings(tmp_path):
+    """front-doors.md advises saving before any text (spaCy's StringStore); the fingerprint
+    must be saved then too, or a changed vectors file would be used silently."""
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("cat 1 0\ndog 0 1\nsun 1 1\n", encoding="utf-8")
+    nlp = spacy.blank("en")
+    params = {"path": str(vectors), "no_header": True}
+    nlp.add_pipe(
+        "dxp_privatizer",
+        config={"epsilon": 3.0, "embeddings": "keyed-vectors.v1", "embeddings_params": params},
+    )
+    nlp.to_disk(tmp_path / "pipeline")
+    saved = json.loads((tmp_path / "pipeline" / "dxp_privatizer" / "cfg").read_text())
+    assert (
+        saved["embeddings_fingerprint"]
+        == dxp.load_embeddings("keyed-vectors.v1", **params).fingerprint
+    )
+    vectors.write_text("cat 1 0\ndog 0 1\nsun 2.5 2.5\n", encoding="utf-8")
+    loaded = spacy.load(tmp_path / "pipeline")  # the shared table cache sees the new file
+    with pytest.raises(ValueError, match="differ from those this pipeline was saved with"):
+        loaded("cat")
+
+
 def test_pickled_component_carries_no_generator():
     nlp = make_nlp(seed=9)
     privatizer = nlp.get_pipe("dxp_privatizer")

@@ -10,8 +10,8 @@ lends it to the lazily built mechanism. Worker processes of ``nlp.pipe(n_process
 (forked or unpickled) therefore re-key: secure sources draw a fresh OS key, seeded sources a
 stream derived from (seed, pid, n), so no two workers replay one noise stream.
 
-Serialization stores configuration only (and the fingerprint of the embeddings once they are
-loaded, to refuse different embeddings later): never noise, generator state or input text.
+Serialization stores configuration only (and the fingerprint of the embeddings, loading
+them if need be, to refuse different embeddings later): never noise, generator state or input text.
 The component keeps no reference to ``nlp.vocab``, whose StringStore collects every raw word
 processed, so its pickles carry none (``nlp.to_bytes()`` does: see docs/front-doors.md).
 """
@@ -181,9 +181,14 @@ class Privatizer:
 
     # -- serialization: configuration only ---------------------------------------------------------
     def _state(self) -> dict[str, Any]:
-        fingerprint = (
-            self._fingerprint if self._mechanism is None else self._mechanism.embeddings.fingerprint
-        )
+        # Known from a load or a built mechanism; otherwise load the (shared) table now, so
+        # a pipeline saved before its first doc still refuses other embeddings when loaded.
+        if self._mechanism is not None:
+            fingerprint = self._mechanism.embeddings.fingerprint
+        elif self._fingerprint is not None:
+            fingerprint = self._fingerprint
+        else:
+            fingerprint = self.settings.load_embeddings().fingerprint
         return {"format": _FORMAT, "config": self.cfg, "embeddings_fingerprint": fingerprint}
 
     def _load_state(self, state: Any) -> None:
