@@ -24,13 +24,12 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-import warnings
 from typing import Any, Literal
 
 import numpy as np
 
 from ._validation import check_int
-from .errors import SeededRandomnessWarning
+from .errors import SeededRandomnessWarning, warn
 
 RNGMode = Literal["secure", "seeded"]
 
@@ -72,12 +71,11 @@ class RandomSource:
     def __init__(self, seed: int | None = None) -> None:
         self._seed = check_seed(seed)
         if self._seed is not None:
-            warnings.warn(
+            warn(
                 "seeded randomness: outputs are reproducible and the noise is predictable "
                 "to anyone who knows the seed; leave the seed / random_state unset (None) for "
                 "private releases",
                 SeededRandomnessWarning,
-                stacklevel=3,
             )
         self._origin_pid = os.getpid()
         self._is_copy = False

@@ -56,7 +56,6 @@ import itertools
 import json
 import math
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +67,7 @@ from ._validation import check_choice, check_epsilon, check_int, check_probabili
 from .distances import Metric, get_metric
 from .embeddings.binary import BinaryCodes, hamming
 from .embeddings.table import OOV_ID, EmbeddingTable
+from .errors import warn
 
 if TYPE_CHECKING:
     from .mechanisms.base import Mechanism
@@ -687,11 +687,10 @@ def choose_epsilon(
     verdicts = [result.meets(max_n_w, min_s_w, conservative) for result in evaluations]
     monotone = all(a >= b for a, b in itertools.pairwise(verdicts))
     if not monotone:
-        warnings.warn(
+        warn(
             "plausible-deniability checks were not monotone in epsilon (Monte Carlo noise or "
             "an unusual mechanism); inspect EpsilonChoice.table()",
             RuntimeWarning,
-            stacklevel=2,
         )
     return EpsilonChoice(
         epsilon=passing,
@@ -729,10 +728,9 @@ def sample_words(
         embeddings_pool = embeddings
     size = len(embeddings_pool)
     if n > size:
-        warnings.warn(
+        warn(
             f"asked for {n} words but the pool holds {size}: sampling all {size}",
             UserWarning,
-            stacklevel=2,
         )
     rng = np.random.default_rng(random_state)
     rows = np.sort(rng.choice(size, size=min(n, size), replace=False))
@@ -1068,12 +1066,11 @@ def equivalent_epsilon(
         value = ratio.average if statistic == "average" else ratio.maximum
         if statistic == "maximum" and not (ratio.a.maximum_exact and ratio.b.maximum_exact):
             low, high = ratio.maximum_interval
-            warnings.warn(
+            warn(
                 "P_d^max was bracketed, not found exactly (its search ran out of budget): "
                 f"the maximum ratio lies in [{low:.4g}, {high:.4g}] and "
                 f"{ratio.maximum:.4g} is the ratio of the largest distances found",
                 RuntimeWarning,
-                stacklevel=2,
             )
     elif isinstance(ratio, int | float) and not isinstance(ratio, bool):
         value = float(ratio)

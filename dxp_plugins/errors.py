@@ -6,6 +6,12 @@ problem and, where useful, a position, never a token.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import sys
+import warnings
+
 
 class DxpError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -36,3 +42,34 @@ class PrivacyWarning(UserWarning):
 
 class SeededRandomnessWarning(PrivacyWarning):
     """Noise comes from a seeded, reproducible generator instead of a secure one."""
+
+
+#: Packages whose frames a warning skips to reach the user's line: the user calls them,
+#: and they call this package (e.g. ``nlp.add_pipe`` -> the factory, ``Pipeline.fit``).
+_CALLER_SKIPS = ("dxp_plugins", "spacy", "thinc", "confection", "catalogue", "sklearn")
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the first frame outside this package and the
+    frameworks that call it, so the warning names the user's line whatever the door."""
+    prefixes = tuple(_CALLER_PREFIXES.get(name) or _prefix(name) for name in _CALLER_SKIPS)
+    skipped = (*filter(None, prefixes), functools.__file__, contextlib.__file__)
+    frame = sys._getframe(1)
+    level = 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(skipped):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+_CALLER_PREFIXES: dict[str, str] = {}
+
+
+def _prefix(name: str) -> str:
+    """The directory of an imported package (with a trailing separator), else ""."""
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return ""
+    _CALLER_PREFIXES[name] = prefix = os.path.dirname(path) + os.sep
+    return prefix

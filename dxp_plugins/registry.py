@@ -15,10 +15,11 @@ A third-party package adds an entry with one line in its own metadata, e.g.::
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import catalogue
+
+from .errors import warn
 
 embeddings = catalogue.create("dxp_plugins", "embeddings", entry_points=True)
 mechanisms = catalogue.create("dxp_plugins", "mechanisms", entry_points=True)
@@ -52,11 +53,10 @@ def describe(registry: catalogue.Registry) -> dict[str, str]:
         try:
             entry = registry.get(name)
         except Exception as error:  # a third-party entry point may fail to import
-            warnings.warn(
+            warn(
                 f"{registry.namespace[-1]} entry {name!r} failed to load: "
                 f"{type(error).__name__}: {error}",
                 RuntimeWarning,
-                stacklevel=2,
             )
             continue
         doc = (getattr(entry, "__doc__", None) or "").strip()

@@ -24,6 +24,49 @@ def test_default_source_is_chacha_keyed_by_the_os():
     assert not np.array_equal(source.generator().random(8), other.generator().random(8))
 
 
+def test_default_key_is_256_os_bits_and_chacha_has_20_rounds(monkeypatch):
+    """A weak key or reduced rounds is invisible to any statistical test: check both."""
+    import dxp_plugins._random as random_module
+
+    key = bytes(range(1, 33))
+    requested = []
+
+    def urandom(n: int) -> bytes:
+        requested.append(n)
+        return key[:n]
+
+    monkeypatch.setattr(random_module.os, "urandom", urandom)
+    state = RandomSource().generator().bit_generator.state["state"]
+    assert requested == [32] and state["rounds"] == 20
+    np.testing.assert_array_equal(state["keysetup"], np.frombuffer(key, dtype="<u4"))
+
+
+def test_warnings_name_the_users_line(glove_5k):
+    """Whatever the door, a warning points at the caller's code, not into the library or
+    the framework that called it (spaCy's add_pipe, sklearn's Pipeline.fit)."""
+    import spacy
+    from sklearn.pipeline import make_pipeline
+
+    calls = {
+        "Madlib": lambda: dxp.Madlib(glove_5k, 2.0, random_state=1),
+        "make_mechanism": lambda: dxp.make_mechanism("tem", glove_5k, epsilon=2, random_state=1),
+        "BRR": lambda: dxp.BRR(glove_5k, 2.0, random_state=1),
+        "oov passthrough": lambda: dxp.Madlib(glove_5k, 2.0, oov="passthrough"),
+        "spaCy": lambda: spacy.blank("en").add_pipe(
+            "dxp_privatizer", config={"epsilon": 2.0, "seed": 1}
+        ),
+        "Pipeline": lambda: make_pipeline(
+            dxp.TextPrivatizer(epsilon=2.0, embeddings=glove_5k, random_state=1)
+        ).fit(["ice"]),
+    }
+    for door, call in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        files = {w.filename for w in caught if issubclass(w.category, dxp.PrivacyWarning)}
+        assert files == {__file__}, door
+
+
 def test_numpy_global_state_is_not_used(glove_5k):
     outputs = []
     for _ in range(2):

@@ -10,7 +10,6 @@ policy (PRIVACY.md 20), the accountant check *before* noise is drawn (13), guara
 from __future__ import annotations
 
 import functools
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -20,7 +19,7 @@ import numpy as np
 from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
-from ..errors import OOVError, PrivacyWarning
+from ..errors import OOVError, PrivacyWarning, warn
 from ..guarantee import Accountant, Guarantee
 
 #: ``"unk"`` (default): an OOV token is privatized from the table's public UNK point;
@@ -78,10 +77,9 @@ class Mechanism(ABC):
         self.epsilon = epsilon
         self.oov = check_choice(oov, "oov", OOV_POLICIES)
         if self.oov == "passthrough":
-            warnings.warn(
+            warn(
                 "oov='passthrough' releases out-of-vocabulary tokens unchanged (unprotected)",
                 PrivacyWarning,
-                stacklevel=3,
             )
         self._random = (
             random_state if isinstance(random_state, RandomSource) else RandomSource(random_state)

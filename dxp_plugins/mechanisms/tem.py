@@ -45,7 +45,6 @@ import heapq
 import math
 import sys
 import threading
-import warnings
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +54,7 @@ import numpy as np
 from .._validation import check_int, check_probability
 from ..distances import Metric, MetricFunction, get_metric
 from ..embeddings.table import OOV_ID, EmbeddingTable
+from ..errors import warn
 from ..guarantee import Accountant
 from .base import Mechanism
 
@@ -395,13 +395,12 @@ class TEM(Mechanism):
         if diameter is None or self.gamma < diameter:
             return
         spread = math.exp(min(self.epsilon * diameter / 2, 700.0))
-        warnings.warn(
+        warn(
             f"gamma = {self.gamma:.3g} exceeds the largest {self.metric} distance "
             f"({diameter:.3g}): nothing is truncated, and output probabilities differ by at "
             f"most a factor {spread:.3g} across the vocabulary. epsilon is per unit of "
             f"{self.metric} distance: calibrate it for this metric (dxp_plugins.calibration)",
             UserWarning,
-            stacklevel=3,
         )
 
     # -- parameters ------------------------------------------------------------------------
