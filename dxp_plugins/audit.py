@@ -6,6 +6,7 @@
   directions. A bound above the claimed epsilon is statistical evidence of a violation
   (at family-wise level ``alpha``); a bound below it is not a proof of privacy.
 * :func:`g_test` -- goodness of fit of observed counts to an exact output law.
+* :func:`coincidence_z` -- independence of paired outputs (noise reused across tokens).
 """
 
 from __future__ import annotations
@@ -127,3 +128,21 @@ def g_test(observed: np.ndarray, probabilities: np.ndarray, *, min_expected: flo
         terms = np.where(obs > 0, obs * np.log(obs / exp), 0.0)
     statistic = 2.0 * terms.sum()
     return float(chi2.sf(statistic, len(obs) - 1))
+
+
+def coincidence_z(
+    first: np.ndarray, second: np.ndarray, law_first: np.ndarray, law_second: np.ndarray
+) -> float:
+    """z-score of how often paired outputs coincide (``first[i] == second[i]``) against
+    ``sum_y p(y) q(y)``, their rate when they are independent draws from the exact laws
+    ``p`` and ``q`` (PRIVACY.md 11). Noise reused across the tokens of a call, or across
+    calls, makes outputs coincide far more often; each output alone keeps its exact law,
+    so a per-word test cannot see it."""
+    first, second = np.asarray(first), np.asarray(second)
+    if first.shape != second.shape or first.ndim != 1 or len(first) == 0:
+        raise ValueError("first and second must be equal-length non-empty 1-D arrays")
+    rate = float(np.dot(law_first, law_second))
+    if not 0.0 < rate < 1.0:
+        raise ValueError(f"the coincidence rate of the laws must lie in (0, 1), got {rate}")
+    hits = int(np.count_nonzero(first == second))
+    return (hits - len(first) * rate) / float(np.sqrt(len(first) * rate * (1.0 - rate)))

@@ -165,6 +165,37 @@ def test_black_box_audit_fails_when_input_excluded(monkeypatch, epsilon):
     assert not result.passed, str(result)
 
 
+# -- decoding is a pure function of the noisy vector (PRIVACY.md 2 and 4) ---------------------
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_identical_vectors_are_tied_whatever_the_input(epsilon):
+    """a and twin share one vector: the mechanism must output them equally often from either
+    input (a tie broken toward the input makes Pr[twin | a] = 0 < Pr[twin | twin])."""
+    base = plane_fixture(epsilon)
+    table = dxp.EmbeddingTable([*base.words, "twin"], np.r_[base.vectors, base.vectors[:1]])
+    mech = dxp.Madlib(table, epsilon=epsilon)
+    twin = len(table) - 1
+    for row in (0, twin):
+        out = mech.privatize_ids(np.full(50_000, row))
+        tied = np.count_nonzero((out == 0) | (out == twin))
+        assert tied > 5_000, tied  # path coverage: the tie is hit often
+        z = (np.count_nonzero(out == twin) - tied / 2) / np.sqrt(tied / 4)
+        assert abs(z) < 6.0, (row, z)
+
+
+def test_unanswered_queries_are_searched_exactly_never_sent_to_the_input(glove_5k):
+    """An index that finds nothing for a query (HNSW can) must not fall back to the input:
+    with the same seeded noise, the output equals exact search's."""
+    twins = [
+        dxp.EmbeddingTable(glove_5k.words, glove_5k.vectors) for _ in range(2)
+    ]  # separate caches, so only one index is patched
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        exact, failing = (dxp.Madlib(table, epsilon=1.0, random_state=3) for table in twins)
+    failing.neighbor_index.search_raw = lambda queries: np.full(len(queries), -1)
+    ids = np.arange(2_000)
+    np.testing.assert_array_equal(failing.privatize_ids(ids), exact.privatize_ids(ids))
+    assert np.mean(exact.privatize_ids(ids) == ids) < 0.5  # the input is rarely the answer
+
+
 # -- documents: fresh noise per token occurrence (PRIVACY.md 11) -----------------------------
 def audit_documents(epsilon: float, draws: int = 100_000):
     """Documents [a, a] vs [a, b] (distance d(a, b)); outputs are token pairs."""

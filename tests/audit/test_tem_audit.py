@@ -16,7 +16,7 @@ from scipy import stats
 from scipy.spatial.distance import cdist
 
 import dxp_plugins as dxp
-from dxp_plugins.audit import epsilon_lower_bound, g_test, output_counts
+from dxp_plugins.audit import coincidence_z, epsilon_lower_bound, g_test, output_counts
 from dxp_plugins.mechanisms import tem as tem_module
 from tests.fixtures import GRID_PAIRS, grid_fixture
 
@@ -222,3 +222,51 @@ def test_constant_work_path_uses_the_same_hooks(monkeypatch):
     law = reference_law(mech.embeddings, 0, 0.5, mech.gamma)
     counts = np.bincount(sample(mech, 0, LAW_DRAWS // 4), minlength=len(law))
     assert g_test(counts, law) < P_FAIL
+
+
+# -- W \ L_w empty or a single word: ⊥ omitted, or standing for exactly one word ----------------
+def line_fixture(epsilon: float) -> dxp.EmbeddingTable:
+    """far, x, x2 on a line at 0, 3.9 and 4.3 (units 1/epsilon), for gamma = 4/epsilon:
+    L_x is the whole vocabulary (⊥ must be omitted), W \\ L_x2 = {far} and W \\ L_far = {x2}
+    (⊥ must stand for that one word)."""
+    points = np.array([[0.0, 0.0], [3.9, 0.0], [4.3, 0.0]]) / epsilon
+    return dxp.EmbeddingTable(["far", "x", "x2"], points)
+
+
+@pytest.mark.parametrize("constant_work", [False, True])
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_outside_sets_of_zero_and_one_word(epsilon, constant_work):
+    mech = dxp.TEM(
+        line_fixture(epsilon), epsilon=epsilon, gamma=4.0 / epsilon, constant_work=constant_work
+    )
+    assert [len(mech.candidates(row)) for row in range(3)] == [2, 3, 2]  # path coverage
+    for row in range(3):
+        law = reference_law(mech.embeddings, row, epsilon, mech.gamma)
+        np.testing.assert_allclose(mech.distribution(row), law, rtol=1e-9)
+        counts = np.bincount(sample(mech, row, LAW_DRAWS), minlength=3)
+        assert g_test(counts, law) > P_FAIL, (row, counts)
+    counts = output_counts(lambda row, n: sample(mech, row, n), [0, 1, 2], AUDIT_DRAWS, 3)
+    distances = [3.9 / epsilon, 0.4 / epsilon, 4.3 / epsilon]
+    result = epsilon_lower_bound(counts, [(0, 1), (1, 2), (0, 2)], distances, epsilon)
+    assert result.passed, str(result)
+
+
+# -- fresh noise for every token and every call (PRIVACY.md 11) ------------------------------
+@pytest.mark.parametrize("constant_work", [False, True])
+def test_tokens_and_calls_draw_independent_noise(constant_work):
+    """Each output alone keeps its exact law when noise is shared between the tokens of a
+    call (or replayed by the next call), so check pairs: they must coincide only as often as
+    independent draws do."""
+    mech = make_tem(2.0, SMALL, constant_work)
+    a, b = GRID_PAIRS[0]
+    pairs = 20_000
+    ids = np.tile([a, b], 2 * pairs)
+    first, second = mech.privatize_ids(ids), mech.privatize_ids(ids)
+    law_a, law_b = mech.distribution(a), mech.distribution(b)
+    of_a = first[0::2]
+    scores = {
+        "two words in one call": coincidence_z(first[0::2], first[1::2], law_a, law_b),
+        "one word twice in a call": coincidence_z(of_a[0::2], of_a[1::2], law_a, law_a),
+        "one token in two calls": coincidence_z(of_a, second[0::2], law_a, law_a),
+    }
+    assert max(map(abs, scores.values())) < 6.0, scores
