@@ -97,7 +97,13 @@ class DoorSettings:
                 f"mechanism_params may not set {', '.join(reserved)}: use the door's own setting"
             )
         _check_options(registry.resolve(registry.mechanisms, mechanism), mechanism_params)
-        if not isinstance(embeddings, EmbeddingTable):
+        if not isinstance(embeddings, str | EmbeddingTable):
+            raise TypeError(
+                f"embeddings must be a registry name (str) or an EmbeddingTable, got "
+                f"{type(embeddings).__name__} (gensim vectors: "
+                f"dxp_plugins.EmbeddingTable.from_keyed_vectors(kv))"
+            )
+        if isinstance(embeddings, str):
             embeddings = _check_registered(registry.embeddings, embeddings, "embeddings")
         embeddings_params = _check_params(embeddings_params, "embeddings_params")
         if vocab_size is not None:

@@ -35,6 +35,7 @@ FAST = {"embeddings": "glove-6b-50d", "vocab_size": 2000}
         ({"mechanism_params": {"indx": "hnsw"}}, ValueError, "unknown option(s) 'indx'"),
         ({"mechanism_params": [1]}, TypeError, "mechanism_params must be a dict"),
         ({"embeddings": "glove-7b"}, ValueError, "embeddings: unknown name 'glove-7b'"),
+        ({"embeddings": {"a": [0.0]}}, TypeError, "or an EmbeddingTable, got dict"),
         ({"vocab_size": 0}, ValueError, "vocab_size must be >= 1"),
         ({"vocab_size": 2.5}, TypeError, "vocab_size must be an integer"),
         ({"embeddings_params": {"vocab_size": 5}}, ValueError, "either directly"),

@@ -79,6 +79,16 @@ def test_unknown_names_list_what_is_available():
         dxp.make_mechanism("nope", "glove-6b-50d", epsilon=1.0)
 
 
+def test_make_mechanism_names_a_missing_or_unknown_argument():
+    with pytest.raises(TypeError, match="mechanism 'tem': epsilon is required"):
+        dxp.make_mechanism("tem", "glove-6b-50d")
+    with pytest.raises(
+        TypeError,
+        match=r"mechanism 'madlib': unknown argument\(s\) \['epslion'\]; accepted: epsilon, ",
+    ):
+        dxp.make_mechanism("madlib", "glove-6b-50d", epslion=1.0)
+
+
 def test_importing_the_package_is_cheap():
     import subprocess
     import sys

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ..embeddings.table import EmbeddingTable
@@ -18,7 +19,28 @@ def make_mechanism(name: str, embeddings: EmbeddingTable | str, **params: Any) -
     from .. import registry
 
     factory = registry.resolve(registry.mechanisms, name)
+    _check_arguments(name, inspect.signature(factory), embeddings, params)
     mechanism = factory(embeddings, **params)
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism {name!r} did not build a Mechanism")
     return mechanism
+
+
+def _check_arguments(
+    name: str, signature: inspect.Signature, embeddings: Any, params: dict[str, Any]
+) -> None:
+    """A TypeError naming the mechanism and the argument (Python's own names neither)."""
+    accepts_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    unknown = [] if accepts_any else sorted(set(params) - set(signature.parameters))
+    if unknown:
+        accepted = ", ".join(p for p in signature.parameters if p != "embeddings")
+        raise TypeError(f"mechanism {name!r}: unknown argument(s) {unknown}; accepted: {accepted}")
+    try:
+        signature.bind(embeddings, **params)
+    except TypeError as error:
+        if "epsilon" in signature.parameters and "epsilon" not in params:
+            raise TypeError(
+                f"mechanism {name!r}: epsilon is required (no default: its scale depends on "
+                f"the mechanism's metric)"
+            ) from None
+        raise TypeError(f"mechanism {name!r}: {error}") from None
