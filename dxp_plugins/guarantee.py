@@ -87,15 +87,16 @@ class Guarantee:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, with ``spend`` included."""
+        """A JSON-ready dict, with the derived ``spend`` and ``statement`` included."""
         record = dataclasses.asdict(self)
         record["spend"] = self.spend
+        record["statement"] = self.statement
         return record
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> Guarantee:
-        """The inverse of :meth:`to_dict` (e.g. of ``doc._.dxp_guarantee``); ``spend`` is
-        derived, so it is ignored."""
+        """The inverse of :meth:`to_dict` (e.g. of ``doc._.dxp_guarantee``); ``spend`` and
+        ``statement`` are derived, so they are ignored."""
         names = {item.name for item in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in record.items() if key in names})
 

@@ -34,6 +34,9 @@ def test_record_names_everything_a_release_guarantees(glove_5k):
     assert record.spend == 12.0
     assert json.loads(json.dumps(record.to_dict()))["spend"] == 12.0
     assert "4*d-private" in record.statement
+    # doc._.dxp_guarantee is this dict: it reads like the CLI report, and loads back
+    assert record.to_dict()["statement"] == record.statement
+    assert dxp.Guarantee.from_dict(record.to_dict()) == record
 
 
 def test_merge_adds_counts_and_refuses_different_settings(glove_5k):

@@ -232,7 +232,7 @@ def test_guarantee_record_and_merge():
         2,
     )
     assert record.rng == "secure" and record.to_dict()["spend"] == 0.5
-    assert "(3, 0.5)-LPLP" in record.statement
+    assert "(3, 0.5)-LPLP" in record.statement == record.to_dict()["statement"]
     merged = record.merge(release.guarantee(5))
     assert merged.documents == 15 and merged.releases == 2 and merged.spend == 1.0
     assert merged.release_spend == 1.0 and "for the histogram" not in merged.statement

@@ -83,10 +83,12 @@ class LPLPGuarantee:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, with ``release_spend`` and ``spend`` (the total) included."""
+        """A JSON-ready dict, with the derived ``release_spend``, ``spend`` (the total) and
+        ``statement`` included."""
         record = dataclasses.asdict(self)
         record["release_spend"] = self.release_spend
         record["spend"] = self.spend
+        record["statement"] = self.statement
         return record
 
     def merge(self, other: LPLPGuarantee) -> LPLPGuarantee:
