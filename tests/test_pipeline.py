@@ -327,6 +327,36 @@ def test_different_embeddings_than_saved_are_refused():
         nlp("hockey")
 
 
+def test_a_doc_is_privatized_once():
+    """A second release onto the same attributes would silently replace the first's text
+    and record while the accountant is charged for both."""
+    nlp = make_nlp()
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    doc = nlp("the hockey team")
+    first, spent = doc._.dxp_text, privatizer.accountant.spent
+    with pytest.raises(ValueError, match="already holds a private release"):
+        privatizer(doc)
+    with pytest.raises(ValueError, match="already holds a private release"):
+        list(privatizer.pipe([nlp.make_doc("ice"), doc]))
+    assert doc._.dxp_text == first and privatizer.accountant.spent == spent
+    nlp.add_pipe("dxp_privatizer", name="again", config={"epsilon": 1.0})
+    with pytest.raises(ValueError, match="already holds a private release"):
+        nlp("the hockey team")
+    nlp.remove_pipe("again")
+    nlp.add_pipe(
+        "dxp_privatizer",
+        name="other",
+        config={
+            "epsilon": 1.0,
+            "doc_attr": "other_text",
+            "guarantee_attr": "other_record",
+            "token_attr": "other_token",
+        },
+    )
+    doc = nlp("the hockey team")
+    assert doc._.other_record["epsilon"] == 1.0 and doc._.dxp_guarantee["epsilon"] != 1.0
+
+
 def test_saved_before_first_use_still_refuses_other_embeddings(tmp_path):
     """front-doors.md advises saving before any text (spaCy's StringStore); the fingerprint
     must be saved then too, or a changed vectors file would be used silently."""

@@ -140,6 +140,14 @@ class Privatizer:
             yield from self._privatize(list(batch), in_batch=True)
 
     def _privatize(self, docs: list[Doc], in_batch: bool) -> list[Doc]:
+        if any(doc._.get(self.guarantee_attr) is not None for doc in docs):
+            # A second release would overwrite the first's values and record while the
+            # accountant is charged for both (CONVENTIONS: write each private value once).
+            raise ValueError(
+                f"a Doc already holds a private release in doc._.{self.guarantee_attr}: "
+                f"privatize each Doc once (make a new one with nlp(text)), or give this "
+                f"component other attribute names"
+            )
         select = self._select
         texts = [
             TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
