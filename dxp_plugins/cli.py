@@ -375,7 +375,23 @@ def _records(
         for number, raw in _lines(stream):
             args.place = where = _place(label, number)
             body, ending = _split_line(raw)
+            if number == 1 and args.format == "auto" and _looks_like_json_object(body):
+                warnings.warn(
+                    f"{where} looks like a JSON object but is read as plain text (keys and "
+                    f"all); for JSON lines give --field (or --format jsonl)",
+                    UserWarning,
+                    stacklevel=1,
+                )
             yield number, ("raw", ending), _decode(body, where)
+
+
+def _looks_like_json_object(body: bytes) -> bool:
+    if not body.lstrip().startswith(b"{"):
+        return False
+    try:
+        return isinstance(json.loads(body), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
 
 
 def _render(context: Any, private: str, field: str, kept: Sequence[str]) -> bytes:

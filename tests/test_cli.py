@@ -322,6 +322,20 @@ def test_stdin_is_jsonl_with_a_jsonl_option(capsys, monkeypatch, args, expected)
     assert [json.loads(row) for row in out.splitlines()] == [expected] * 2
 
 
+def test_json_read_as_plain_text_is_flagged(capsys, monkeypatch):
+    """Without a JSONL option, JSON on stdin is plain text and its keys are privatized too:
+    say so, once, instead of writing broken JSON silently."""
+    line = json.dumps({"id": 7, "text": "music"}) + "\n"
+    for data, flagged in ((line * 2, True), ("{ice hockey}\nmusic\n", False)):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode())))
+        code, out, err = run(["privatize", "-e", 300, *FAST], capsys)
+        assert code == 0 and out.count("\n") == 2
+        assert err.count("looks like a JSON object") == flagged, err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode())))
+    code, _, err = run(["privatize", "-e", 300, "--format", "text", *FAST], capsys)
+    assert code == 0 and "JSON" not in err  # asked for plain text: no warning
+
+
 def test_field_on_text_input_is_refused(tmp_path, capsys, monkeypatch):
     """``--field`` on a .txt file was silently ignored."""
     source = tmp_path / "notes.txt"
