@@ -86,6 +86,20 @@ def test_output_is_sparse_non_negative_integer_counts(counts, vocabulary, glove_
     assert (transformer.transform(counts) != private).nnz > 0
 
 
+def test_dense_input_gives_dense_output(counts):
+    """scikit-learn transformers keep the container: a dense count table comes back dense,
+    so ``set_output(transform="pandas")`` works."""
+    pandas = pytest.importorskip("pandas")
+    dense = counts[:20].toarray()
+    private = LPLPTransformer(epsilon=2.0, n_groups=50).fit_transform(dense)
+    assert isinstance(private, np.ndarray) and private.dtype == np.int64
+    assert private.shape == dense.shape and private.min() >= 0
+    names = [f"w{i}" for i in range(dense.shape[1])]
+    frame = pandas.DataFrame(dense, columns=names)
+    out = LPLPTransformer(epsilon=2.0, n_groups=50).set_output(transform="pandas")
+    assert list(out.fit_transform(frame).columns) == names
+
+
 def test_uncompressed_release_is_the_same_code_path(counts):
     transformer = LPLPTransformer(epsilon=1.0).fit(counts)
     assert transformer.n_groups_ == counts.shape[1]

@@ -3,7 +3,7 @@
 A scikit-learn transformer for the counts of ``CountVectorizer`` (sparse, non-negative
 integers): ``fit`` builds the public grouping and decompression weights (and, only when
 asked, a DP corpus histogram with its own budget); every ``transform`` draws fresh noise
-and returns a sparse non-negative int64 matrix over the same features, ready for
+and returns non-negative int64 counts over the same features (sparse for sparse input), ready for
 ``LatentDirichletAllocation`` or ``TruncatedSVD``. ``last_guarantee_`` records what the
 last release guarantees (it lives on the fitted ``release_`` object, so ``transform`` leaves
 the estimator's own attributes unchanged).
@@ -222,12 +222,17 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         return self
 
     # -- releasing --------------------------------------------------------------------------
-    def transform(self, X: Any) -> sp.csr_matrix:
-        """Private counts of each row of X (CSR int64, same features); fresh noise per call."""
+    def transform(self, X: Any) -> sp.csr_matrix | np.ndarray:
+        """Private counts of each row of X (int64, same features; CSR for sparse input, an
+        array for dense input, as scikit-learn's transformers keep the container); fresh
+        noise per call."""
         check_is_fitted(self, "release_")
         X = _validate_counts(self, X, reset=False)
         private, _ = self.release_.release(X)
-        return private
+        if sp.issparse(X):
+            return private
+        dense: np.ndarray = private.toarray()
+        return dense
 
     @property
     def last_guarantee_(self) -> LPLPGuarantee | None:
