@@ -18,6 +18,10 @@ from dxp_plugins.text import (
 )
 
 
+def layout(text: str) -> str:
+    return re.sub(r"\S+", "W", text)
+
+
 @pytest.fixture
 def mech(glove_5k):
     return dxp.Madlib(glove_5k, epsilon=300.0)  # nearly the identity: checks layout
@@ -105,6 +109,50 @@ def test_unbounded_input_streams(glove_5k):
     mech = dxp.Madlib(glove_5k, epsilon=300.0)
     stream = privatize_texts(itertools.repeat("hockey team"), mech, batch_size=4)
     assert [r.text for r in itertools.islice(stream, 10)] == ["hockey team"] * 10
+
+
+def test_pieces_give_the_tokens_of_the_whole_text():
+    """Cutting a long text at spaces between non-space characters changes no token and no
+    whitespace (real news text: quotes, numbers, hyphens, line breaks, double spaces)."""
+    from dxp_plugins.datasets import load_lee_background
+    from dxp_plugins.text import pieces, tokenizer
+
+    text = "\n\n".join(load_lee_background()[:100]) + "  tail \t end  "
+    whole = [(t.text, t.whitespace_) for t in tokenizer()(text)]
+    for size in (1, 37, 5_000):
+        parts = list(pieces(text, size))
+        assert "".join(parts) == text and len(parts) > len(text) // (size + 2_000)
+        split = [(t.text, t.whitespace_) for part in parts for t in tokenizer()(part)]
+        assert split == whole
+    assert list(pieces("a" * 50, 10)) == ["a" * 50]  # no space to cut at: one piece
+
+
+def test_a_long_text_is_privatized_in_pieces(monkeypatch, glove_5k):
+    """PRIVACY.md 24: one huge document must not need memory for all its tokens at once;
+    it is still one release with one record, and its layout survives."""
+    import dxp_plugins.text as text_module
+
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 200)
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    calls = []
+    batch = mech.privatize_batch
+    monkeypatch.setattr(mech, "privatize_batch", lambda docs: calls.append(docs) or batch(docs))
+    text = "The hockey team, from  Canada, won the final!\n" * 100
+    result = privatize_text(text, mech)
+    assert layout(result.text) == layout(text) and len(calls) > 20
+    assert max(sum(map(len, docs)) for docs in calls) < 60
+    record = result.guarantee
+    assert (record.releases, record.tokens_privatized, record.tokens_passed_through) == (
+        1,
+        800,
+        300,
+    )
+    short = [r.text for r in privatize_texts(["ice", text, "ice"], mech, batch_size=2)]
+    assert short[0] == short[2] == "ice" and layout(short[1]) == layout(text)
+    strict = dxp.Madlib(glove_5k, epsilon=3.0, oov="raise")
+    with pytest.raises(dxp.OOVError, match=r"in text 1 \(token 800\)") as error:
+        list(privatize_texts(["ice", text + " zq7secretxx"], strict))
+    assert (error.value.document, error.value.token) == (1, 800)
 
 
 def test_text_path_fresh_noise_per_occurrence(glove_5k):
