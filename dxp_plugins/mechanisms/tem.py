@@ -570,15 +570,16 @@ class TEM(Mechanism):
             n_inside = mask.sum(axis=1)
             n_outside = size - n_inside
             scores = sample_gumbel(rng, (len(block), size + 1), epsilon)
-            scores[:, :size] -= distances
-            scores[:, :size][~mask] = -np.inf
+            # Branch-free: the same work whatever the ball (a masked write, or an argmax
+            # that stops early, would take time that depends on |L_w|, PRIVACY.md 27).
+            scores[:, :size] -= np.where(mask, distances, np.inf)
             bottom = bottom_score(gamma, np.maximum(n_outside, 1), n_inside, epsilon)
             scores[:, size] += np.where(n_outside > 0, bottom, -np.inf)
             winners = np.argmax(scores, axis=1)
             # The uniform draw from W \ L_w, done for every token whether or not ⊥ won.
             ranks = rng.integers(0, np.maximum(n_outside, 1))
             outside_count = np.cumsum(~mask, axis=1, dtype=np.int64)
-            drawn = np.argmax(outside_count > ranks[:, None], axis=1)
+            drawn = np.count_nonzero(outside_count <= ranks[:, None], axis=1)
             out[start : start + len(block)] = np.where(winners == size, drawn, winners)
         return out
 
