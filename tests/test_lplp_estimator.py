@@ -100,6 +100,17 @@ def test_dense_input_gives_dense_output(counts):
     assert list(out.fit_transform(frame).columns) == names
 
 
+def test_transforming_no_documents_releases_nothing(counts):
+    """PRIVACY.md 22 (a pipeline over an empty batch): fit needs documents, transform not."""
+    accountant = dxp.Accountant()
+    transformer = LPLPTransformer(epsilon=2.0, n_groups=50, accountant=accountant).fit(counts)
+    for empty in (counts[:0], counts[:0].toarray()):
+        assert transformer.transform(empty).shape == (0, counts.shape[1])
+    assert accountant.spent == 0.0
+    with pytest.raises(ValueError, match="0 sample"):
+        LPLPTransformer(epsilon=2.0).fit(counts[:0])
+
+
 def test_uncompressed_release_is_the_same_code_path(counts):
     transformer = LPLPTransformer(epsilon=1.0).fit(counts)
     assert transformer.n_groups_ == counts.shape[1]

@@ -261,7 +261,15 @@ def _validate_counts(estimator: LPLPTransformer, X: Any, *, reset: bool) -> Any:
     """scikit-learn's ``validate_data``, with messages that never quote the counts: its
     errors print the array (``array=[0 3 0 7]``) or a value that failed to convert."""
     try:
-        return validate_data(estimator, X, accept_sparse=_SPARSE, dtype="numeric", reset=reset)
+        # fit needs documents; a transform of none releases none (PRIVACY.md 22)
+        return validate_data(
+            estimator,
+            X,
+            accept_sparse=_SPARSE,
+            dtype="numeric",
+            reset=reset,
+            ensure_min_samples=1 if reset else 0,
+        )
     except (ValueError, TypeError) as error:
         raise type(error)(_without_data(str(error)) or "X is not a valid count matrix") from None
 
