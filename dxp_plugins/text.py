@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._normalize import is_invisible
 from ._validation import check_int, check_text
 from .errors import OOVError
 from .guarantee import Guarantee
@@ -61,8 +62,9 @@ PUNCTUATION: frozenset[str] = frozenset(
 
 
 def should_privatize(token_text: str) -> bool:
-    """Default selection: everything but whitespace and :data:`PUNCTUATION`."""
-    return not token_text.isspace() and token_text not in PUNCTUATION
+    """Default selection: everything but :data:`PUNCTUATION` and invisible tokens
+    (whitespace, zero-width and other format characters: layout, like spaces)."""
+    return token_text not in PUNCTUATION and not is_invisible(token_text)
 
 
 #: The pipelines the doors load and share, one set per thread: a memory zone covers a whole
@@ -229,7 +231,7 @@ def privatize_tokenized(
         for position, keep in enumerate(doc.selected):
             if keep:
                 out[position] = next(replacements)
-            elif not doc.words[position].isspace():
+            elif not is_invisible(doc.words[position]):
                 passed += 1
         guarantee = guarantee.add_passed_through(passed)
         if selection is not None:
@@ -358,7 +360,7 @@ def _privatize_batch(
     start: int = 0,
 ) -> Iterator[PrivateText]:
     """``texts`` start at index ``start`` of the caller's texts (named in OOV errors)."""
-    blank = [not text.strip() for text in texts]
+    blank = [is_invisible(text) for text in texts]
     with forgetting(blank_pipeline() if nlp is None else nlp):
         docs = [
             TokenizedText.from_doc(doc, None if select is None else select(doc))

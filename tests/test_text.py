@@ -64,11 +64,30 @@ def test_canaries_never_appear(glove_5k):
     assert "4242424242" not in privatize_text("4242424242", mech).text
 
 
-@pytest.mark.parametrize("blank", ["", "   ", "\n\t \n"])
+@pytest.mark.parametrize(
+    "blank", ["", "   ", "\n\t \n", "\u200b", "\ufeff", " \u2060 \u00ad ", "\u200d\n"]
+)
 def test_blank_input_returns_empty_and_spends_nothing(mech, blank):
+    """Whitespace and invisible format characters (zero-width space, BOM, word joiner, soft
+    hyphen, joiners) only: nothing to privatize (these were privatized as an OOV word,
+    spending epsilon and returning a visible word)."""
     result = privatize_text(blank, mech)
     assert result.text == "" and result.guarantee.tokens_privatized == 0
     assert mech.accountant.spent == 0
+
+
+def test_invisible_characters_are_layout_not_words(glove_5k):
+    """A BOM or zero-width space glued to a word does not make it out-of-vocabulary (a file
+    read without utf-8-sig lost its first word to the UNK point); one standing alone passes
+    like whitespace."""
+    from dxp_plugins._normalize import normalize_word
+
+    assert {normalize_word(w) for w in ("\ufeffTeam", "te\u00adam", "TEAM\u200b")} == {"team"}
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    assert privatize_text("\ufeffThe team", mech).text == "the team"
+    result = privatize_text("the \u200b team", mech)
+    assert result.text == "the \u200b team" and result.guarantee.tokens_privatized == 2
+    assert result.guarantee.tokens_passed_through == 0
 
 
 def test_bytes_are_decoded_strictly(mech):

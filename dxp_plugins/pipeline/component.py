@@ -26,6 +26,7 @@ import srsly
 from spacy import util
 from spacy.tokens import Doc, Token
 
+from .._normalize import is_invisible
 from .._random import RandomSource
 from .._validation import check_choice
 from ..doors import DoorSettings
@@ -174,7 +175,7 @@ class Privatizer:
                 for token, word in zip(doc, words, strict=True):
                     token._.set(self.token_attr, word)
                 # Whitespace-only input releases "" like the other doors (PRIVACY.md 22).
-                private = detokenize(words, spaces) if doc.text.strip() else ""
+                private = "" if is_invisible(doc.text) else detokenize(words, spaces)
                 doc._.set(self.doc_attr, private)
             doc._.set(self.guarantee_attr, guarantee.to_dict())
             processed.append(doc)
