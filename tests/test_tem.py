@@ -224,6 +224,27 @@ def test_cache_is_bounded(glove_5k):
     assert len(off.cache) == 0
 
 
+def test_cache_bound_counts_what_the_laws_really_hold(glove_5k):
+    """Small balls make small laws, so per-entry overhead (array headers, the law object,
+    dict and heap entries) dominates: cache_mb must bound the memory really held."""
+    import gc
+    import tracemalloc
+
+    mech = dxp.TEM(glove_5k, epsilon=12.0, cache_mb=0.25)
+    mech.privatize_ids(np.arange(10))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        mech.privatize_ids(np.arange(len(glove_5k)))
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(mech.cache) > 100 and mech.cache.nbytes <= mech.cache.max_bytes
+    assert held <= 1.15 * mech.cache.max_bytes, held
+
+
 def test_precompute_then_sample_from_cache(glove_5k, monkeypatch):
     mech = dxp.TEM(glove_5k, epsilon=5.0)
     assert mech.precompute(20, progress=False) == 20
