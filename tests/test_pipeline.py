@@ -222,6 +222,39 @@ def test_replace_hands_later_components_only_private_words():
     assert doc._.dxp_text is None  # no annotations from raw words are carried over
 
 
+def test_replace_carries_no_annotation_of_the_raw_doc():
+    """Tags, lemmas, entities, sentence starts, morphology, categories, spans and user data
+    are all derived from the raw words: none may reach the private Doc."""
+    privatizer = make_nlp(mode="replace", epsilon=50.0).get_pipe("dxp_privatizer")
+    raw = privatizer_input = spacy.blank("en").make_doc("Alice met Bob in Paris today")
+    for token, (tag, pos, lemma) in zip(
+        raw,
+        [
+            ("NNP", "PROPN", "alice"),
+            ("VBD", "VERB", "meet"),
+            ("NNP", "PROPN", "bob"),
+            ("IN", "ADP", "in"),
+            ("NNP", "PROPN", "paris"),
+            ("NN", "NOUN", "today"),
+        ],
+        strict=True,
+    ):
+        token.tag_, token.pos_, token.lemma_ = tag, pos, lemma
+        token.set_morph("Number=Sing")
+        token.is_sent_start = token.i == 0
+    raw.ents = [Span(raw, 0, 1, label="PERSON"), Span(raw, 4, 5, label="GPE")]
+    raw.user_data["source"] = "raw-note-17"
+    raw.cats = {"ABOUT_ALICE": 1.0}
+    raw.spans["sc"] = [Span(raw, 2, 3, label="PERSON")]
+    private = privatizer(privatizer_input)
+    assert private is not raw and len(private) == len(raw)
+    assert not any(private.has_annotation(a) for a in ("TAG", "POS", "LEMMA", "MORPH", "ENT_IOB"))
+    assert not private.has_annotation("SENT_START") and not private.ents and not private.spans
+    assert not private.cats
+    keys = [key for key in private.user_data if not (isinstance(key, tuple) and key[0] == "._.")]
+    assert keys == [] and private._.dxp_guarantee["tokens_privatized"] == 6
+
+
 def test_replace_keeps_the_context_of_as_tuples():
     nlp = make_nlp(mode="replace")
     [(doc, context)] = nlp.pipe([("hockey team", {"id": 7})], as_tuples=True)
