@@ -226,7 +226,7 @@ def test_replace_carries_no_annotation_of_the_raw_doc():
     """Tags, lemmas, entities, sentence starts, morphology, categories, spans and user data
     are all derived from the raw words: none may reach the private Doc."""
     privatizer = make_nlp(mode="replace", epsilon=50.0).get_pipe("dxp_privatizer")
-    raw = privatizer_input = spacy.blank("en").make_doc("Alice met Bob in Paris today")
+    raw = spacy.blank("en").make_doc("Alice met Bob in Paris today")
     for token, (tag, pos, lemma) in zip(
         raw,
         [
@@ -246,7 +246,7 @@ def test_replace_carries_no_annotation_of_the_raw_doc():
     raw.user_data["source"] = "raw-note-17"
     raw.cats = {"ABOUT_ALICE": 1.0}
     raw.spans["sc"] = [Span(raw, 2, 3, label="PERSON")]
-    private = privatizer(privatizer_input)
+    private = privatizer(raw)
     assert private is not raw and len(private) == len(raw)
     assert not any(private.has_annotation(a) for a in ("TAG", "POS", "LEMMA", "MORPH", "ENT_IOB"))
     assert not private.has_annotation("SENT_START") and not private.ents and not private.spans
