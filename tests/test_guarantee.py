@@ -50,6 +50,32 @@ def test_merge_adds_counts_and_refuses_different_settings(glove_5k):
     assert Guarantee.combine([]) is None
 
 
+@pytest.mark.parametrize(
+    ("field", "other"),
+    [
+        ("mechanism", "tem"),
+        ("epsilon", 3.0),
+        ("metric", "angular"),
+        ("embeddings", "0" * 64),
+        ("vocab_size", 4999),
+        ("oov_policy", "passthrough"),
+        ("rng", "seeded"),
+        ("selection", "pos NOUN"),
+    ],
+)
+def test_merge_refuses_every_setting_that_changes_the_meaning(glove_5k, field, other):
+    """A merged record states one mechanism, metric, table, OOV policy, RNG mode and
+    selection: records differing in any of them must not combine into one that hides it
+    (e.g. ``Guarantee.combine`` over ``doc._.dxp_guarantee`` dicts of different runs)."""
+    record = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1)
+    changed = dataclasses.replace(record, **{field: other})
+    for first, second in ((record, changed), (changed, record)):
+        with pytest.raises(ValueError, match=f"different {field}"):
+            first.merge(second)
+        with pytest.raises(ValueError, match=f"different {field}"):
+            Guarantee.combine([first, first, second])
+
+
 def test_accountant_sums_across_mechanisms_and_releases(glove_5k):
     accountant = Accountant()
     madlib_a = dxp.Madlib(glove_5k, epsilon=1.5, accountant=accountant)
@@ -73,6 +99,17 @@ def test_cap_refuses_before_any_noise_is_drawn(glove_5k):
     with pytest.raises(dxp.BudgetExceededError):
         capped.privatize_ids(np.arange(11))
     assert capped.accountant.remaining == 10
+
+
+def test_cap_tolerates_rounding_only():
+    """The cap allows float rounding of a sum (1e-12 relative), not a visible overrun."""
+    accountant = Accountant(cap=100.0)
+    for _ in range(10):
+        accountant.charge(0.1, 1)
+    accountant.charge(99.0, 1)  # 100.0 up to the rounding of ten 0.1s
+    with pytest.raises(dxp.BudgetExceededError):
+        accountant.charge(100.0 * 1e-6, 1)
+    assert accountant.spent == pytest.approx(100.0)
 
 
 @pytest.mark.parametrize("cap", [-1.0, float("nan"), float("inf"), True, np.True_])
