@@ -201,13 +201,47 @@ def test_empty_release_spends_nothing():
     assert output.shape == (0, 3) and record.documents == 0 and accountant.spent == 0
 
 
-def test_accountant_is_charged_before_noise_and_cap_refuses():
+@pytest.fixture
+def noise_draws(monkeypatch) -> list[tuple[int, ...]]:
+    """Shapes of the geometric noise drawn (PRIVACY.md 13: a refused release draws none)."""
+    draws: list[tuple[int, ...]] = []
+    sample = noise.sample_two_sided_geometric
+
+    def counted(rng, shape, rate):
+        draws.append(tuple(np.atleast_1d(shape)))
+        return sample(rng, shape, rate)
+
+    monkeypatch.setattr(noise, "sample_two_sided_geometric", counted)
+    return draws
+
+
+def test_accountant_is_charged_before_noise_and_cap_refuses(noise_draws):
     accountant = dxp.Accountant(cap=1.5)
     release = LPLPRelease([0, 1, 0], epsilon=1.0, accountant=accountant)
     release.release(np.ones((4, 3), dtype=int))
     assert accountant.spent == 1.0 and accountant.tokens_privatized == 4
+    drawn = len(noise_draws)
+    assert drawn > 0
     with pytest.raises(dxp.BudgetExceededError):
         release.release(np.ones((4, 3), dtype=int))
+    assert len(noise_draws) == drawn
+    with pytest.raises(dxp.BudgetExceededError):
+        dp_histogram(sp.csr_matrix(np.ones((4, 3), dtype=int)), 1.0, 1, None, accountant)
+    assert len(noise_draws) == drawn and accountant.spent == 1.0
+
+
+def test_the_accountant_is_charged_the_true_epsilon_of_the_paper_mode():
+    """calibration="paper" claims epsilon but spends M*epsilon/K: the ledger and its cap
+    must see the true amount, as the record does."""
+    accountant = dxp.Accountant(cap=3.0)
+    paper = LPLPRelease(np.arange(8) % 2, epsilon=1.0, calibration="paper", accountant=accountant)
+    assert paper.guarantee(1).epsilon == 4.0
+    with pytest.raises(dxp.BudgetExceededError):
+        paper.release(np.ones((1, 8), dtype=int))
+    accountant = dxp.Accountant()
+    paper = LPLPRelease(np.arange(8) % 2, epsilon=1.0, calibration="paper", accountant=accountant)
+    _, record = paper.release(np.ones((2, 8), dtype=int))
+    assert accountant.spent == record.spend == 4.0  # per document: each is one individual
 
 
 def test_a_refused_release_keeps_the_last_record():
