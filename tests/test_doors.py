@@ -3,6 +3,8 @@ generic over the mechanisms registry, the shared randomness source, and token se
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import spacy
@@ -190,6 +192,21 @@ def test_text_path_takes_a_selection(monkeypatch, glove_5k):
     assert words[0] == "the" and words[2] == "keys," and words[1] != "encryption"
     record = result.guarantee
     assert (record.tokens_privatized, record.tokens_passed_through) == (2, 3)
+
+
+def test_a_filter_accepting_everything_still_passes_layout_and_punctuation(monkeypatch, glove_5k):
+    """A selection narrows the default; it never adds whitespace or allow-listed punctuation
+    (which would be charged, and whitespace replaced by words)."""
+    register(monkeypatch, "token_filters", "every.v1", lambda token: True)
+    settings = DoorSettings.create(epsilon=1.0, token_filter="every.v1")
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    text = "hello ,  world ! ( again )"
+    [result] = privatize_texts([text], mech, select=settings.selector())
+    assert re.sub(r"\w+", "W", result.text) == "W ,  W ! ( W )"
+    record = result.guarantee
+    assert (record.tokens_privatized, record.tokens_passed_through) == (3, 4)
+    assert settings.selection_label() == "token_filter every.v1"
+    assert record.selection == "token_filter every.v1"
 
 
 def test_guarantee_dicts_read_back(glove_5k):

@@ -264,3 +264,19 @@ def test_feature_names_pass_through_a_column_transformer(glove_5k):
     assert list(privatizer.get_feature_names_out(["review"])) == ["review"]
     with pytest.raises(ValueError, match="one text column"):
         privatizer.get_feature_names_out(["a", "b"])
+
+
+def test_an_unpickled_model_refuses_changed_embeddings(tmp_path):
+    """A loaded model rebuilds its mechanism from the settings: if the vectors behind the
+    same name and path changed, it must refuse rather than privatize under another table."""
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("cat 1 0\ndog 0 1\nsun 1 1\n", encoding="utf-8")
+    params = {"path": str(vectors), "no_header": True}
+    fitted = TextPrivatizer(
+        epsilon=3.0, embeddings="keyed-vectors.v1", embeddings_params=params
+    ).fit(["cat"])
+    blob = pickle.dumps(fitted)
+    assert len(pickle.loads(blob).transform(["dog sun"])[0].split()) == 2
+    vectors.write_text("cat 1 0\ndog 0 1\nsun 2.5 2.5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="embeddings differ"):
+        pickle.loads(blob).transform(["dog"])
