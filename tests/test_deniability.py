@@ -404,3 +404,148 @@ def test_cli_calibrate_uses_the_exact_law_for_tem(tmp_path, capsys):
     report = json.loads((out / "summary.json").read_text())
     assert {row["method"] for row in report["summaries"]} == {"exact"}
     assert not (out / "nw_sw_curves.png").exists()
+
+
+# -- worst cases, targets and the search on asymmetric inputs ---------------------------------
+def asymmetric_result(glove_5k):
+    """A real exact result with hand-set, deliberately asymmetric statistics: each word is
+    worst in a different statistic, and interval ends differ from the points."""
+    import dataclasses
+
+    result = plausible_deniability(dxp.TEM(glove_5k, 8.0), ["music", "hockey", "city"])
+    return dataclasses.replace(
+        result,
+        n_w=np.array([0.1, 0.6, 0.3]),
+        n_w_high=np.array([0.2, 0.7, 0.9]),
+        s_w=np.array([100, 20, 60]),
+        s_w_low=np.array([90, 30, 10]),
+    )
+
+
+def test_worst_case_takes_the_least_favourable_word_and_interval_end(glove_5k):
+    result = asymmetric_result(glove_5k)
+    assert result.worst_case(conservative=False) == (0.6, 20.0)
+    assert result.worst_case(conservative=True) == (0.9, 10.0)
+    assert result.meets(0.65, None, conservative=False)
+    assert not result.meets(0.65, None, conservative=True)
+    assert result.meets(None, 20, conservative=False)  # >= at the boundary
+    assert not result.meets(None, 21, conservative=False)
+    assert not result.meets(None, 15, conservative=True)
+    assert not result.meets(0.65, 21, conservative=False)
+
+
+@pytest.mark.parametrize(("max_n_w", "min_s_w"), [(0.5, 50), (None, 1300)])
+def test_choose_epsilon_meets_its_target_on_the_true_laws(glove_5k, max_n_w, min_s_w):
+    """TEM's exact laws on real words differ word by word: the choice must meet the target
+    (N_w binding, then S_w binding) on every sampled word, and its bracket's upper end
+    must fail it."""
+    table = glove_5k.most_frequent(2000)
+    words = sample_words(table, 12, random_state=4)
+    choice = choose_epsilon(
+        "tem",
+        words,
+        embeddings=table,
+        max_n_w=max_n_w,
+        min_s_w=min_s_w,
+        epsilons=[1.0, 2.0, 4.0, 8.0],
+        refine=6,
+    )
+    assert choice.method == "exact" and choice.epsilon is not None
+    low, high = choice.bracket
+    assert low == choice.epsilon and high is not None and low < high
+    rows = table.lookup(words)
+    for epsilon, should_pass in ((low, True), (high, False)):
+        laws = [dxp.TEM(table, epsilon).distribution(row) for row in rows]
+        n_w = max(law[row] for law, row in zip(laws, rows, strict=True))
+        s_w = min(support_size(law, choice.evaluations[0].eta) for law in laws)
+        meets = (max_n_w is None or n_w <= max_n_w) and s_w >= min_s_w
+        assert meets == should_pass, (epsilon, n_w, s_w)
+
+
+def test_a_non_monotone_search_keeps_its_bracket_ordered_and_warns(glove_5k):
+    """With stop_at_failure=False a pass above the first failure must not become the
+    answer (the bracket would invert), and the non-monotone verdicts must be reported."""
+    table = glove_5k.most_frequent(500)
+
+    def build(epsilon: float) -> dxp.TEM:  # passes below 1.5 and in [3, 6): not monotone
+        low = epsilon < 1.5 or 3.0 <= epsilon < 6.0
+        return dxp.TEM(table, 0.5 if low else 80.0)
+
+    with pytest.warns(RuntimeWarning, match="not monotone"):
+        choice = choose_epsilon(
+            build,
+            ["music", "city"],
+            max_n_w=0.5,
+            min_s_w=None,
+            epsilons=[1.0, 2.0, 4.0, 8.0],
+            refine=2,
+            stop_at_failure=False,
+        )
+    low, high = choice.bracket
+    assert choice.epsilon == low and low is not None and high is not None
+    assert 1.0 <= low < high <= 2.0 and not choice.monotone
+
+
+def test_exact_n_w_is_the_probability_of_the_input_itself():
+    """Not the law's largest entry: with 10-bit BRR codes at small epsilon other words
+    can be likelier outputs than the input."""
+    codes = np.random.default_rng(2).integers(0, 2, (60, 10))
+    words = [f"w{i}" for i in range(60)]
+    mech = dxp.BRR.from_codes(words, codes, 0.3)
+    result = plausible_deniability(mech, words)
+    assert result.method == "exact"
+    laws = [mech.distribution(row) for row in range(60)]
+    np.testing.assert_allclose(result.n_w, [law[row] for row, law in enumerate(laws)])
+    assert any(law[row] < law.max() for row, law in enumerate(laws))  # not vacuous
+
+
+def test_monte_carlo_intervals_have_their_stated_confidence(glove_5k):
+    """N_w: two-sided Clopper-Pearson at ``confidence``; S_w: plus or minus the two-sided
+    normal quantile times the bootstrap spread (same draws, same resamples)."""
+    from scipy.stats import binomtest, norm
+
+    runs = {}
+    for confidence in (0.95, 0.6827):
+        mech = dxp.Madlib(glove_5k, 6.0, random_state=21)
+        runs[confidence] = plausible_deniability(
+            mech, ["music", "city"], 400, confidence=confidence, random_state=2
+        )
+    wide = runs[0.95]
+    for i, hits in enumerate(np.rint(wide.n_w * 400).astype(int)):
+        interval = binomtest(int(hits), 400).proportion_ci(0.95, method="exact")
+        assert wide.n_w_low[i] == pytest.approx(interval.low, abs=1e-9)
+        assert wide.n_w_high[i] == pytest.approx(interval.high, abs=1e-9)
+    narrow = runs[0.6827]
+    np.testing.assert_array_equal(wide.s_w, narrow.s_w)  # same draws
+    spread_wide = wide.s_w - wide.s_w_low
+    spread_narrow = narrow.s_w - narrow.s_w_low
+    assert np.all(spread_narrow > 3)  # room for the ratio to show
+    ratio = norm.ppf(0.975) / norm.ppf(0.5 + 0.6827 / 2)
+    np.testing.assert_allclose(spread_wide / spread_narrow, ratio, rtol=0.15)
+
+
+def test_two_sided_normal_quantile():
+    from dxp_plugins.calibration import _z
+
+    assert _z(0.95) == pytest.approx(1.959964, rel=1e-6)
+    assert _z(0.99) == pytest.approx(2.575829, rel=1e-6)
+
+
+def test_conservative_monte_carlo_search_judges_s_w_by_its_lower_bound(glove_5k):
+    table = glove_5k.most_frequent(1000)
+    for conservative in (True, False):
+        choice = choose_epsilon(
+            "madlib",
+            ["music", "city", "team"],
+            embeddings=table,
+            max_n_w=None,
+            min_s_w=5,
+            epsilons=[4.0],
+            refine=0,
+            n_samples=200,
+            conservative=conservative,
+            random_state=0,
+        )
+        [result] = choice.evaluations
+        assert result.method == "monte_carlo"
+        assert np.any(result.s_w_low < result.s_w) == conservative
