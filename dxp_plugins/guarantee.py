@@ -182,6 +182,22 @@ class Accountant:
         ``spend`` must be a finite number >= 0: a NaN or negative charge would disable the
         cap for every later release (PRIVACY.md 13).
         """
+        with self._lock:
+            self._refusal(spend, unit)
+            self.spent += spend
+            self.tokens_privatized += tokens
+            self.releases += 1
+            if unit is not None:
+                self.unit = unit
+
+    def check(self, spend: float, unit: str | None = None) -> None:
+        """Raise what :meth:`charge` would raise for ``spend``, charging nothing (a release
+        made in parts checks its total first; another thread may still spend meanwhile)."""
+        with self._lock:
+            self._refusal(spend, unit)
+
+    def _refusal(self, spend: float, unit: str | None) -> None:
+        """Raise if ``spend`` in ``unit`` may not be charged (called holding the lock)."""
         if not _is_amount(spend):
             raise ValueError("spend must be a finite number >= 0")
         if self.cap is not None and self.is_copy:
@@ -193,24 +209,18 @@ class Accountant:
                 "Accountant(cap=...) of its own (a loaded estimator: set_params(accountant="
                 "...) and fit again)"
             )
-        with self._lock:
-            if unit is not None and self.unit is not None and unit != self.unit:
-                raise ValueError(
-                    f"this Accountant sums epsilon per {self.unit}; a release measured per "
-                    f"{unit} cannot be added to it. Keep one Accountant per metric and "
-                    "embeddings, or convert epsilon with "
-                    "dxp_plugins.calibration.equivalent_epsilon"
-                )
-            if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
-                raise BudgetExceededError(
-                    f"release of {spend:g} would exceed the privacy budget cap {self.cap:g} "
-                    f"({self.spent:g} already spent)"
-                )
-            self.spent += spend
-            self.tokens_privatized += tokens
-            self.releases += 1
-            if unit is not None:
-                self.unit = unit
+        if unit is not None and self.unit is not None and unit != self.unit:
+            raise ValueError(
+                f"this Accountant sums epsilon per {self.unit}; a release measured per "
+                f"{unit} cannot be added to it. Keep one Accountant per metric and "
+                "embeddings, or convert epsilon with "
+                "dxp_plugins.calibration.equivalent_epsilon"
+            )
+        if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
+            raise BudgetExceededError(
+                f"release of {spend:g} would exceed the privacy budget cap {self.cap:g} "
+                f"({self.spent:g} already spent)"
+            )
 
     @property
     def is_copy(self) -> bool:

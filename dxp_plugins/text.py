@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._normalize import is_invisible
+from ._normalize import is_invisible, without_invisible
 from ._validation import check_int, check_text
 from .errors import OOVError
 from .guarantee import Guarantee
@@ -63,7 +63,7 @@ PUNCTUATION: frozenset[str] = frozenset(
 
 def should_privatize(token_text: str) -> bool:
     """Default selection: everything but :data:`PUNCTUATION` and invisible tokens
-    (whitespace, zero-width and other format characters: layout, like spaces)."""
+    (whitespace and :data:`~dxp_plugins._normalize.INVISIBLE` characters only)."""
     return token_text not in PUNCTUATION and not is_invisible(token_text)
 
 
@@ -214,8 +214,10 @@ def privatize_tokenized(
 ) -> list[tuple[list[str], Guarantee]]:
     """Privatize the selected tokens of all documents in one batch (the shared core).
 
-    Unselected tokens are returned unchanged; unselected non-whitespace tokens count as
-    passed through in each document's guarantee. ``selection`` names a restricted
+    Unselected tokens are returned unchanged and count as passed through in each
+    document's guarantee, except invisible ones: whitespace is kept (layout), and the
+    zero-width characters of :data:`~dxp_plugins._normalize.INVISIBLE` are dropped, so a
+    hidden zero-width mark never reaches the output. ``selection`` names a restricted
     selection (POS, entities, a token filter: decided from the raw text), which each
     guarantee records and states as unprotected.
     """
@@ -231,7 +233,9 @@ def privatize_tokenized(
         for position, keep in enumerate(doc.selected):
             if keep:
                 out[position] = next(replacements)
-            elif not is_invisible(doc.words[position]):
+            elif is_invisible(doc.words[position]):
+                out[position] = without_invisible(doc.words[position])
+            else:
                 passed += 1
         guarantee = guarantee.add_passed_through(passed)
         if selection is not None:
@@ -300,16 +304,18 @@ def _privatize_stream(
 #: pieces of about this size, so one huge document needs memory for one piece, not ~50x
 #: its size in Docs, token lists and noise (PRIVACY.md 24).
 PIECE_CHARS = 1 << 17
-#: A space between two non-space characters: the tokenizer splits there itself.
-_CUT = re.compile(r"(?<=\S) (?=\S)")
+#: A run of whitespace between two non-space characters: the pieces are cut after it.
+_CUT = re.compile(r"\S\s+(?=\S)")
 
 
 def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
-    """``text`` cut after a space between two non-space characters, every ``size``
-    characters or a little more. spaCy's tokenizer splits the text at spaces before
-    anything else, so the pieces give exactly the tokens and whitespace of the whole
-    (checked on 9.6M characters of 20 Newsgroups and Pang & Lee text), and the cut leaves
-    no two privatized tokens glued across it."""
+    """``text`` cut after a run of whitespace between two non-space characters, every
+    ``size`` characters or a little more. spaCy's tokenizer splits at whitespace before
+    anything else, so the pieces give the tokens and whitespace of the whole (identical on
+    9.6M characters of 20 Newsgroups and Pang & Lee text and on texts joined by newlines,
+    tabs, double and non-breaking spaces; spaCy's special-case matching can differ right
+    at a cut for contrived strings such as ``-:) )``), and no two privatized tokens are
+    glued across a cut. Text without whitespace is one piece."""
     start = 0
     while len(text) - start > size:
         cut = _CUT.search(text, start + size)
@@ -322,24 +328,43 @@ def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
 
 def _privatize_long(text: str, mechanism: Mechanism, position: int) -> PrivateText:
     """One long text, piece by piece (default tokenizer and selection only: a tagger needs
-    the whole context). One release: the pieces' records merge into one."""
+    the whole context). One release: the pieces' records merge into one, and what would
+    refuse it (an OOV token under ``oov="raise"``, the accountant's cap) refuses it before
+    any piece draws noise."""
+    _check_long(text, mechanism, position)
     parts: list[str] = []
     total: Guarantee | None = None
     for piece in pieces(text, PIECE_CHARS):
+        if is_invisible(piece):  # layout only: keep its whitespace
+            parts.append(without_invisible(piece))
+            continue
+        (result,) = _privatize_batch([piece], mechanism, start=position)
+        parts.append(result.text)
+        total = result.guarantee if total is None else total.merge(result.guarantee)
+    assert total is not None  # the text is not blank, so some piece is not
+    total = dataclasses.replace(total, releases=1)
+    mechanism.last_guarantee = total
+    return PrivateText("".join(parts), total)
+
+
+def _check_long(text: str, mechanism: Mechanism, position: int) -> None:
+    """Raise, charging nothing, what privatizing ``text`` in pieces would raise midway."""
+    selected = charged = 0
+    for piece in pieces(text, PIECE_CHARS):
+        with forgetting(blank_pipeline()):
+            doc = TokenizedText.from_doc(tokenizer()(piece))
+        chosen = [word for word, keep in zip(doc.words, doc.selected, strict=True) if keep]
         try:
-            (result,) = _privatize_batch([piece], mechanism, start=position)
+            charged += mechanism.check_release([chosen])
         except OOVError as error:  # its token index counts from the start of the piece
-            offset = 0 if total is None else total.tokens_privatized
-            token = None if error.token is None else error.token + offset
+            token = None if error.token is None else error.token + selected
             raise OOVError(
                 f"out-of-vocabulary token in text {position} (token {token}) under oov='raise'",
                 document=position,
                 token=token,
             ) from None
-        parts.append(result.text)
-        total = result.guarantee if total is None else total.merge(result.guarantee)
-    assert total is not None  # a long text has at least one piece
-    return PrivateText("".join(parts), dataclasses.replace(total, releases=1))
+        selected += len(chosen)
+    mechanism.accountant.check(mechanism.epsilon * charged, unit=mechanism.ledger_unit)
 
 
 def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:

@@ -101,6 +101,19 @@ def test_cap_refuses_before_any_noise_is_drawn(glove_5k):
     assert capped.accountant.remaining == 10
 
 
+def test_check_refuses_like_charge_and_charges_nothing():
+    accountant = Accountant(cap=2.0)
+    accountant.check(2.0, unit="u")
+    assert (accountant.spent, accountant.releases, accountant.unit) == (0.0, 0, None)
+    with pytest.raises(dxp.BudgetExceededError):
+        accountant.check(2.5)
+    accountant.charge(1.0, 1, unit="u")
+    with pytest.raises(ValueError, match="per u"):
+        accountant.check(0.5, unit="v")
+    with pytest.raises(ValueError, match="finite"):
+        accountant.check(float("nan"))
+
+
 def test_cap_tolerates_rounding_only():
     """The cap allows float rounding of a sum (1e-12 relative), not a visible overrun."""
     accountant = Accountant(cap=100.0)

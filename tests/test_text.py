@@ -86,8 +86,18 @@ def test_invisible_characters_are_layout_not_words(glove_5k):
     mech = dxp.Madlib(glove_5k, epsilon=300.0)
     assert privatize_text("\ufeffThe team", mech).text == "the team"
     result = privatize_text("the \u200b team", mech)
-    assert result.text == "the \u200b team" and result.guarantee.tokens_privatized == 2
-    assert result.guarantee.tokens_passed_through == 0
+    assert result.text == "the  team" and result.guarantee.tokens_privatized == 2
+    assert result.guarantee.tokens_passed_through == 0  # dropped, not passed: no hidden mark
+
+
+def test_other_format_characters_are_privatized_like_words(glove_5k):
+    """Only a short fixed list of zero-width characters is layout. TAG characters (U+E00xx)
+    spell ASCII invisibly: a token of them must be privatized, never passed through."""
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "alice@example.org")
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    result = privatize_text(f"meet {hidden} please", mech)
+    assert hidden not in result.text and not any(0xE0000 <= ord(c) <= 0xE007F for c in result.text)
+    assert result.guarantee.tokens_privatized == 3
 
 
 def test_bytes_are_decoded_strictly(mech):
@@ -172,6 +182,24 @@ def test_a_long_text_is_privatized_in_pieces(monkeypatch, glove_5k):
     with pytest.raises(dxp.OOVError, match=r"in text 1 \(token 800\)") as error:
         list(privatize_texts(["ice", text + " zq7secretxx"], strict))
     assert (error.value.document, error.value.token) == (1, 800)
+    assert strict.accountant.spent == 3.0  # "ice" only: no piece of the long text charged
+
+
+def test_a_long_text_is_refused_before_any_piece_draws_noise(monkeypatch, glove_5k):
+    import dxp_plugins.text as text_module
+
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 200)
+    text = "the hockey team won\n" * 100  # cut at line breaks too
+    assert len(list(text_module.pieces(text, 200))) > 5
+    capped = dxp.Madlib(glove_5k, epsilon=1.0, accountant=dxp.Accountant(cap=399.0))
+    drawn = []
+    monkeypatch.setattr(capped, "_sample", lambda ids, rng: drawn.append(ids) or ids)
+    with pytest.raises(dxp.BudgetExceededError):
+        privatize_text(text, capped)
+    assert drawn == [] and capped.accountant.spent == 0
+    capped.accountant.cap = 400.0
+    result = privatize_text(text, capped)
+    assert capped.accountant.spent == 400.0 and capped.last_guarantee == result.guarantee
 
 
 def test_text_path_fresh_noise_per_occurrence(glove_5k):

@@ -172,19 +172,7 @@ class Mechanism(ABC):
         docs = [self._as_tokens(doc, position) for position, doc in enumerate(documents)]
         lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
         flat = [token for doc in docs for token in doc]
-        ids = self.embeddings.lookup(flat)
-        oov = ids == OOV_ID
-        if self.oov == "raise" and oov.any():
-            first = int(np.flatnonzero(oov)[0])
-            doc_index = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
-            token = first - int(lengths[:doc_index].sum())
-            raise OOVError(
-                f"out-of-vocabulary token in document {doc_index} (token {token}) "
-                "under oov='raise'",
-                document=doc_index,
-                token=token,
-            )
-        released = ~oov if self.oov == "passthrough" else np.ones(len(ids), dtype=bool)
+        ids, released = self._lookup(flat, lengths)
         out_ids = self._release(ids[released])
         words = self.embeddings.word_array()
         output = np.empty(len(flat), dtype=object)
@@ -201,6 +189,34 @@ class Mechanism(ABC):
         ]
         self.last_guarantee = Guarantee.combine(guarantees)
         return outputs, guarantees
+
+    def check_release(self, documents: Sequence[Sequence[str]]) -> int:
+        """How many tokens privatizing ``documents`` would charge, raising now the
+        OOVError ``oov="raise"`` would raise; charges and draws nothing. With
+        :meth:`Accountant.check` it lets a caller that releases one text in parts refuse
+        before any part draws noise."""
+        docs = [self._as_tokens(doc, position) for position, doc in enumerate(documents)]
+        lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+        _, released = self._lookup([token for doc in docs for token in doc], lengths)
+        return int(released.sum())
+
+    def _lookup(self, flat: list[str], lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row ids of the tokens and which of them are released (all but OOV tokens under
+        ``oov="passthrough"``); raises OOVError under ``oov="raise"``."""
+        ids = self.embeddings.lookup(flat)
+        oov = ids == OOV_ID
+        if self.oov == "raise" and oov.any():
+            first = int(np.flatnonzero(oov)[0])
+            doc_index = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
+            token = first - int(lengths[:doc_index].sum())
+            raise OOVError(
+                f"out-of-vocabulary token in document {doc_index} (token {token}) "
+                "under oov='raise'",
+                document=doc_index,
+                token=token,
+            )
+        released = ~oov if self.oov == "passthrough" else np.ones(len(ids), dtype=bool)
+        return ids, released
 
     def privatize_ids(self, ids: Any) -> np.ndarray:
         """Private output ids for vocabulary ids (``-1`` selects the public UNK point)."""
