@@ -46,7 +46,15 @@ class SeededRandomnessWarning(PrivacyWarning):
 
 #: Packages whose frames a warning skips to reach the user's line: the user calls them,
 #: and they call this package (e.g. ``nlp.add_pipe`` -> the factory, ``Pipeline.fit``).
-_CALLER_SKIPS = ("dxp_plugins", "spacy", "thinc", "confection", "catalogue", "sklearn")
+_CALLER_SKIPS = (
+    "dxp_plugins",
+    "spacy",
+    "thinc",
+    "confection",
+    "catalogue",
+    "sklearn",
+    "joblib",
+)
 
 
 def warn(message: str, category: type[Warning]) -> None:

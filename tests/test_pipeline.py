@@ -413,6 +413,21 @@ def test_saved_before_first_use_still_refuses_other_embeddings(tmp_path):
         loaded("cat")
 
 
+def test_saving_without_reachable_embeddings_warns_and_saves(tmp_path):
+    """A pipeline configured for vectors that exist only where it will run still saves."""
+    nlp = spacy.blank("en")
+    params = {"path": str(tmp_path / "elsewhere.txt"), "no_header": True}
+    nlp.add_pipe(
+        "dxp_privatizer",
+        config={"epsilon": 3.0, "embeddings": "keyed-vectors.v1", "embeddings_params": params},
+    )
+    with pytest.warns(UserWarning, match="without the embeddings fingerprint") as caught:
+        nlp.to_disk(tmp_path / "pipeline")
+    assert caught[0].filename == __file__
+    saved = json.loads((tmp_path / "pipeline" / "dxp_privatizer" / "cfg").read_text())
+    assert saved["embeddings_fingerprint"] is None
+
+
 def test_pickled_component_carries_no_generator():
     nlp = make_nlp(seed=9)
     privatizer = nlp.get_pipe("dxp_privatizer")

@@ -45,6 +45,7 @@ def test_warnings_name_the_users_line(glove_5k):
     """Whatever the door, a warning points at the caller's code, not into the library or
     the framework that called it (spaCy's add_pipe, sklearn's Pipeline.fit)."""
     import spacy
+    from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.pipeline import make_pipeline
 
     calls = {
@@ -55,8 +56,9 @@ def test_warnings_name_the_users_line(glove_5k):
         "spaCy": lambda: spacy.blank("en").add_pipe(
             "dxp_privatizer", config={"epsilon": 2.0, "seed": 1}
         ),
-        "Pipeline": lambda: make_pipeline(
-            dxp.TextPrivatizer(epsilon=2.0, embeddings=glove_5k, random_state=1)
+        "Pipeline": lambda: make_pipeline(  # not the last step: fit through joblib's Memory
+            dxp.TextPrivatizer(epsilon=2.0, embeddings=glove_5k, random_state=1),
+            CountVectorizer(),
         ).fit(["ice"]),
     }
     for door, call in calls.items():

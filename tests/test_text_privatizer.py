@@ -259,7 +259,11 @@ def test_feature_names_pass_through_a_column_transformer(glove_5k):
         columns = ColumnTransformer([("t", text_step, column), ("n", "passthrough", ["n"])])
         names = columns.fit(frame).get_feature_names_out()
         assert names[-1] == "n__n" and all(name.startswith("t__") for name in names[:-1])
-    privatizer = TextPrivatizer(epsilon=6.0, embeddings=glove_5k).fit(["ice"])
+    privatizer = TextPrivatizer(epsilon=6.0, embeddings=glove_5k).fit(frame[["text"]])
+    assert list(privatizer.get_feature_names_out()) == ["text"]
+    renamed = frame.rename(columns={"text": "body"})[["body"]]
+    assert list(privatizer.fit(renamed).get_feature_names_out()) == ["body"]
+    privatizer.fit(["ice"])
     assert list(privatizer.get_feature_names_out()) == ["text"]
     assert list(privatizer.get_feature_names_out(["review"])) == ["review"]
     with pytest.raises(ValueError, match="one text column"):

@@ -120,6 +120,11 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     def fit(self, X: Iterable[str], y: Any = None) -> TextPrivatizer:
         """Check the settings and build the mechanism (nothing is learned from ``X``)."""
         _documents(X)
+        columns = getattr(X, "columns", None)  # a one-column table names its feature
+        if columns is not None and len(columns) == 1:
+            self.feature_names_in_ = np.asarray(columns, dtype=object)
+        else:
+            self.__dict__.pop("feature_names_in_", None)
         settings = self._door_settings()
         settings.tagging_pipeline(self.spacy_model)  # loads it; refuses unknown entity types
         self.settings_ = settings
@@ -153,7 +158,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         and ``ColumnTransformer`` can name the features of the vectorizer after it)."""
         check_is_fitted(self, "settings_")
         if input_features is None:
-            return np.asarray(["text"], dtype=object)
+            return np.asarray(getattr(self, "feature_names_in_", ["text"]), dtype=object)
         names = np.asarray(input_features, dtype=object)
         if names.shape != (1,):
             raise ValueError(f"input_features must name the one text column, got {names.size}")

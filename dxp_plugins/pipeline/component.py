@@ -30,7 +30,7 @@ from .._normalize import is_invisible
 from .._random import RandomSource
 from .._validation import check_choice
 from ..doors import DoorSettings
-from ..errors import OOVError
+from ..errors import OOVError, warn
 from ..guarantee import Accountant
 from ..text import (
     TokenizedText,
@@ -192,13 +192,27 @@ class Privatizer:
     def _state(self) -> dict[str, Any]:
         # Known from a load or a built mechanism; otherwise load the (shared) table now, so
         # a pipeline saved before its first doc still refuses other embeddings when loaded.
+        fingerprint: str | None
         if self._mechanism is not None:
             fingerprint = self._mechanism.embeddings.fingerprint
         elif self._fingerprint is not None:
             fingerprint = self._fingerprint
         else:
-            fingerprint = self.settings.load_embeddings().fingerprint
+            fingerprint = self._fingerprint_if_available()
         return {"format": _FORMAT, "config": self.cfg, "embeddings_fingerprint": fingerprint}
+
+    def _fingerprint_if_available(self) -> str | None:
+        """The embeddings' fingerprint, or None (with a warning) when they cannot be loaded
+        here, e.g. a pipeline configured for vectors that exist only where it will run."""
+        try:
+            return self.settings.load_embeddings().fingerprint
+        except (OSError, ValueError) as error:
+            warn(
+                f"saving without the embeddings fingerprint (they cannot be loaded here: "
+                f"{type(error).__name__}); the loaded pipeline cannot check its embeddings",
+                UserWarning,
+            )
+            return None
 
     def _load_state(self, state: Any) -> None:
         if not isinstance(state, dict) or state.get("format") != _FORMAT:
