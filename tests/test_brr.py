@@ -132,11 +132,33 @@ def test_binary_index_is_exact():
 def test_binary_index_ties_beyond_the_first_neighbours_are_uniform():
     """16 codes at distance 1 from the query (more than TIE_K): range search, uniform pick."""
     bits = np.eye(16, dtype=bool)
-    index = BinaryIndex(np.packbits(np.r_[bits, np.ones((1, 16), dtype=bool)], axis=1))
+    farther = np.eye(16, dtype=bool) | np.roll(np.eye(16, dtype=bool), 1, axis=1)  # distance 2
+    codes = np.r_[bits, np.ones((1, 16), dtype=bool), farther]
+    index = BinaryIndex(np.packbits(codes, axis=1))
     query = np.packbits(np.zeros((40_000, 16), dtype=bool), axis=1)
-    counts = np.bincount(index.search(query, np.random.default_rng()), minlength=17)
-    assert counts[16] == 0
+    counts = np.bincount(index.search(query, np.random.default_rng()), minlength=len(codes))
+    assert counts[16:].sum() == 0  # never a code beyond the minimum distance
     assert g_test(counts[:16], np.full(16, 1 / 16)) > 1e-6
+
+
+def test_codes_are_fingerprinted_by_their_bits_and_read_only(glove_5k):
+    """Two code books for one table are different Hamming spaces: different fingerprints,
+    ledger units and indexes (a shared index decoded with the other book's codes)."""
+    rng = np.random.default_rng(5)
+    first = rng.random((len(glove_5k), 16)) < 0.5
+    second = rng.random((len(glove_5k), 16)) < 0.5
+    a, b = (dxp.BRR(glove_5k, 40.0, codes=bits) for bits in (first, second))
+    assert a.codes.fingerprint != b.codes.fingerprint and a.ledger_unit != b.ledger_unit
+    assert a.guarantee(1).embeddings != b.guarantee(1).embeddings
+    assert a.codes.bits().shape == (len(glove_5k), 16)
+    unique = np.flatnonzero(np.unique(second, axis=0, return_counts=True)[1] == 1)
+    word = int(np.flatnonzero((second == np.unique(second, axis=0)[unique[0]]).all(axis=1))[0])
+    a.privatize_ids(np.arange(10))  # builds and caches a's index first
+    assert (b.privatize_ids(np.full(200, word)) == word).mean() > 0.9
+    with pytest.raises(ValueError):
+        a.codes.packed[0, 0] = 1
+    odd = dxp.BRR.from_codes(["a", "b", "c", "d", "e"], all_codes(10)[:5], 1.0)
+    assert odd.codes.bits().shape == (5, 10)
 
 
 def test_binary_index_validation():

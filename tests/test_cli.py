@@ -336,6 +336,31 @@ def test_json_read_as_plain_text_is_flagged(capsys, monkeypatch):
     assert code == 0 and "JSON" not in err  # asked for plain text: no warning
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '"zq7secret pin 4921"',
+        '["zq7secret", 4921]',
+        '{"body": "zq7secret pin 4921"}',
+        '{"text": ["zq7secret"]}',
+        '{"text": "zq7secret",',
+    ],
+)
+def test_jsonl_record_errors_never_quote_the_record(tmp_path, capsys, line):
+    source = tmp_path / "in.jsonl"
+    source.write_text(line + "\n", encoding="utf-8")
+    code, out, err = run(["privatize", source, "-e", 300, *FAST], capsys)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert "line 1" in err and "zq7secret" not in err and "4921" not in err
+
+
+def test_the_json_warning_never_quotes_the_line(capsys, monkeypatch):
+    line = json.dumps({"text": "zq7secret hockey"}) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode())))
+    code, _, err = run(["privatize", "-e", 300, *FAST], capsys)
+    assert code == 0 and "looks like a JSON object" in err and "zq7secret" not in err
+
+
 def test_field_on_text_input_is_refused(tmp_path, capsys, monkeypatch):
     """``--field`` on a .txt file was silently ignored."""
     source = tmp_path / "notes.txt"

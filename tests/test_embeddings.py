@@ -28,6 +28,8 @@ def small_table(**kwargs):
         (["a", "b"], np.array([[0.0, np.nan], [1.0, 1.0]]), "finite"),
         (["a", "b"], np.zeros(2), "2-D"),
         ([], np.zeros((0, 3)), "non-empty"),
+        (["a"], np.eye(2), "rows"),  # more rows than words
+        (["a", "b"], np.zeros((2, 2, 2)), "2-D"),
     ],
 )
 def test_table_validation(words, vectors, message):
@@ -52,6 +54,25 @@ def test_fingerprint_identifies_words_and_vectors():
     renamed = EmbeddingTable(["alpha", "beta", "delta"], np.eye(3, 2)).fingerprint
     moved = EmbeddingTable(["alpha", "beta", "gamma"], np.eye(3, 2) + 1e-6).fingerprint
     assert len({base, renamed, moved}) == 3
+
+
+@pytest.mark.parametrize(("row", "column"), [(0, 0), (2, 1), (1, 0), (-1, -1)])
+def test_fingerprint_covers_every_value(row, column):
+    """Any single value, in any row or column, changes it (a partial hash would let a
+    cached index or guarantee stand for another table)."""
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3)
+    words = ["a", "b", "c", "d"]
+    changed = vectors.copy()
+    changed[row, column] += 0.5
+    assert EmbeddingTable(words, vectors).fingerprint != EmbeddingTable(words, changed).fingerprint
+
+
+def test_tables_taken_over_without_copy_are_read_only(glove_5k):
+    vectors = np.eye(3, 2, dtype=np.float32)
+    table = EmbeddingTable(["a", "b", "c"], vectors, copy=False)
+    for array in (table.vectors, vectors, glove_5k.vectors):
+        with pytest.raises(ValueError):
+            array[0, 0] = 2.0
 
 
 def test_privatizing_never_changes_the_fingerprint(glove_5k):

@@ -61,10 +61,29 @@ def test_index_is_cached_per_table_and_settings(glove_5k):
     assert hnsw is not get_index(glove_5k, "hnsw", m=16, ef_search=64)
 
 
-def test_hnsw_recall_is_measured_against_exact(glove_5k):
+def test_hnsw_recall_is_measured_against_exact(glove_5k, tmp_path, monkeypatch):
     queries = noisy_queries(glove_5k, 1000, 0.3)
-    recall = recall_at_1(get_index(glove_5k, "hnsw"), get_index(glove_5k, "exact"), queries)
+    exact = get_index(glove_5k, "exact")
+    recall = recall_at_1(get_index(glove_5k, "hnsw"), exact, queries)
     assert 0.9 < recall <= 1.0
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    poor = HNSWIndex(glove_5k, m=2, ef_construction=1, ef_search=1)
+    truth = np.mean(poor.search_raw(queries) == exact_search(glove_5k.vectors, queries))
+    assert recall_at_1(poor, exact, queries) == pytest.approx(truth) and truth < 0.9
+    assert poor.params == {"m": 2, "ef_construction": 1, "ef_search": 1}
+    graph = poor._data
+    assert (graph.hnsw.efSearch, graph.hnsw.efConstruction) == (1, 1)
+
+
+def test_a_stored_graph_is_never_served_to_another_table(glove_5k, tmp_path, monkeypatch):
+    """Tables of one shape but other vectors must not share the disk-cached HNSW graph."""
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    other = EmbeddingTable(glove_5k.words, glove_5k.vectors[::-1].copy())
+    HNSWIndex(glove_5k, m=8, ef_construction=20)
+    index = HNSWIndex(other, m=8, ef_construction=20)
+    queries = noisy_queries(other, 300, 0.3)
+    truth = exact_search(other.vectors, queries)
+    assert np.mean(index.search_raw(queries) == truth) > 0.9
 
 
 @pytest.mark.parametrize(
@@ -96,6 +115,7 @@ def test_identical_rows_tie_uniformly():
     assert ties is not None
     assert ties.group_of_row[[1, 2, 4]].tolist() == [ties.group_of_row[1]] * 3
     assert ties.group_of_row[3] == ties.group_of_row[5] != ties.group_of_row[1]
+    assert ties.group_of_row[3] >= 0  # -0.0 and 0.0 are one vector
     assert ties.group_of_row[0] == -1
     index = NeighborIndex(table)
     draws = 30_000

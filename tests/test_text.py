@@ -98,6 +98,10 @@ def test_other_format_characters_are_privatized_like_words(glove_5k):
     result = privatize_text(f"meet {hidden} please", mech)
     assert hidden not in result.text and not any(0xE0000 <= ord(c) <= 0xE007F for c in result.text)
     assert result.guarantee.tokens_privatized == 3
+    # private use, unassigned, a C1 control, combining marks: words too, never layout
+    for odd in ("\ue012\ue034", "\U000e0fff\u0378", "\x9f", "\u0301\u0302"):
+        result = privatize_text(f"meet {odd} please", mech)
+        assert odd not in result.text and result.guarantee.tokens_privatized == 3, repr(odd)
 
 
 def test_bytes_are_decoded_strictly(mech):
@@ -183,6 +187,23 @@ def test_a_long_text_is_privatized_in_pieces(monkeypatch, glove_5k):
         list(privatize_texts(["ice", text + " zq7secretxx"], strict))
     assert (error.value.document, error.value.token) == (1, 800)
     assert strict.accountant.spent == 3.0  # "ice" only: no piece of the long text charged
+
+
+def test_a_long_text_keeps_its_selection(monkeypatch, glove_5k):
+    """A selection needs the whole text (a tagger's context): long texts with one are not
+    cut, and the selection holds and is recorded."""
+    import dxp_plugins.text as text_module
+    from dxp_plugins.doors import DoorSettings
+    from tests.door_fixtures import register
+
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 200)
+    register(monkeypatch, "token_filters", "hockey.v1", lambda token: token.lower_ == "hockey")
+    select = DoorSettings.create(epsilon=1.0, token_filter="hockey.v1").selector()
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    [result] = privatize_texts(["the hockey team won\n" * 100], mech, select=select)
+    record = result.guarantee
+    assert (record.tokens_privatized, record.tokens_passed_through) == (100, 300)
+    assert record.selection == "token_filter hockey.v1"
 
 
 def test_a_long_text_is_refused_before_any_piece_draws_noise(monkeypatch, glove_5k):
