@@ -84,6 +84,15 @@ def test_privatizing_never_changes_the_fingerprint(glove_5k):
     np.testing.assert_array_equal(glove_5k.vectors, vectors_before)
 
 
+def test_a_most_frequent_subset_keeps_the_rank_order():
+    words = ["Apple", "banana", "apple", "cherry"]
+    table = EmbeddingTable(words, np.eye(4, 2), frequency_rank=[2, 3, 0, 1])
+    subset = table.most_frequent(3)
+    assert subset.words == ("Apple", "apple", "cherry")
+    assert subset.frequency_rank.tolist() == [2, 0, 1]
+    assert subset.words[subset.lookup(["APPLE"])[0]] == "apple"  # the more frequent key
+
+
 def test_lookup_normalises_case_and_unicode():
     table = EmbeddingTable(["fish", "first", "café"], np.eye(3))
     ids = table.lookup(["FISH", "ﬁrst", "Cafe\u0301", "CAFÉ", "missing"])
@@ -151,6 +160,8 @@ def test_keyed_vectors_loader_from_file_and_object():
     assert (
         len(dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True, vocab_size=5)) == 5
     )
+    with pytest.raises(ValueError, match="no frequency rank"):  # never silently all rows
+        dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=kv, vocab_size=5)
     with pytest.raises(ValueError, match="exactly one"):
         dxp.load_embeddings("keyed-vectors.v1")
     with pytest.raises(ValueError, match="not found"):
@@ -161,6 +172,26 @@ def test_keyed_vectors_loader_from_file_and_object():
         dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=Word2Vec(vector_size=4, min_count=1))
     with pytest.raises(TypeError, match="from_keyed_vectors"):
         dxp.Madlib(kv, epsilon=1.0)
+
+
+def test_keyed_vectors_files_in_gensims_own_format(tmp_path):
+    kv = KeyedVectors(vector_size=3)
+    kv.add_vectors(["cat", "dog"], np.eye(2, 3, dtype=np.float32))
+    kv.save(str(tmp_path / "pets.kv"))
+    table = dxp.load_embeddings("keyed-vectors.v1", path=str(tmp_path / "pets.kv"))
+    assert table.words == ("cat", "dog") and table.dim == 3
+
+
+def test_spacy_vectors_loader_keeps_the_first_rows():
+    from spacy.strings import StringStore
+    from spacy.vectors import Vectors
+
+    words = ["the", "of", "and", "zyzzyva"]
+    vectors = Vectors(strings=StringStore(words), shape=(4, 3))
+    for row, word in enumerate(words):
+        vectors.add(word, vector=np.full(3, row, dtype=np.float32))
+    table = dxp.load_embeddings("spacy-vectors.v1", vectors=vectors, vocab_size=2)
+    assert table.words == ("the", "of")
 
 
 def test_spacy_vectors_loader_keeps_shared_rows(glove_5k):

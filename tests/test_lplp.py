@@ -37,6 +37,16 @@ def context(words, glove_5k, n_groups, seed=0, histogram=None) -> GroupingContex
     )
 
 
+def test_zipf_weights_follow_the_public_rank_and_put_unknown_words_last(words, glove_5k):
+    from dxp_plugins.lplp.weights import public_weights
+
+    weights, description = public_weights("zipf", context(words, glove_5k, 10))
+    ranks = glove_5k.frequency_rank[glove_5k.lookup(words[:300])]
+    np.testing.assert_allclose(weights[:300], 1.0 / (ranks + 1.0))
+    np.testing.assert_allclose(weights[300:], 1.0 / (len(glove_5k) + 1.0))  # below any word
+    assert "zipf" in description
+
+
 # -- groupings -----------------------------------------------------------------------------
 def test_registry_lists_the_builtin_groupings():
     assert set(GROUPINGS) <= set(registry.names(registry.groupings))
