@@ -169,3 +169,14 @@ def test_binary_index_validation():
         index.search(np.zeros((1, 3), dtype=np.uint8), np.random.default_rng())
     assert index.search(np.zeros((0, 2), dtype=np.uint8), np.random.default_rng()).size == 0
     assert index.nbytes >= 6
+
+
+def test_the_unk_code_is_the_public_code_of_the_centroid(glove_5k):
+    """OOV words start from the code the public binarization gives the table's centroid
+    (the same projection as every word's code), not from another projection."""
+    mech = dxp.BRR(glove_5k, 1.0, n_bits=64)
+    with_centroid = dxp.EmbeddingTable(
+        [*glove_5k.words, "<centroid>"], np.r_[glove_5k.vectors, glove_5k.unk_vector()[None]]
+    )
+    centroid_code = dxp.BRR(with_centroid, 1.0, n_bits=64).codes.packed[-1]
+    np.testing.assert_array_equal(mech._unk_code, centroid_code)
