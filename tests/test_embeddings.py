@@ -84,6 +84,11 @@ def test_privatizing_never_changes_the_fingerprint(glove_5k):
     np.testing.assert_array_equal(glove_5k.vectors, vectors_before)
 
 
+def test_the_unk_point_is_the_centroid():
+    table = EmbeddingTable(["a", "b", "c"], [[0.0, 0.0], [2.0, 0.0], [1.0, 3.0]])
+    np.testing.assert_allclose(table.unk_vector(), [1.0, 1.0])
+
+
 def test_a_most_frequent_subset_keeps_the_rank_order():
     words = ["Apple", "banana", "apple", "cherry"]
     table = EmbeddingTable(words, np.eye(4, 2), frequency_rank=[2, 3, 0, 1])
