@@ -284,7 +284,7 @@ def _privatize_stream(
     start = 0  # index of batch[0] among the texts
     for position, raw in enumerate(texts):
         text = check_text(raw, f"text {position}")
-        if len(text) > PIECE_CHARS and select is None and nlp is None:
+        if len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text):
             if batch:
                 yield from _privatize_batch(batch, mechanism, select, nlp, start)
                 batch = []
@@ -358,11 +358,7 @@ def _check_long(text: str, mechanism: Mechanism, position: int) -> None:
             charged += mechanism.check_release([chosen])
         except OOVError as error:  # its token index counts from the start of the piece
             token = None if error.token is None else error.token + selected
-            raise OOVError(
-                f"out-of-vocabulary token in text {position} (token {token}) under oov='raise'",
-                document=position,
-                token=token,
-            ) from None
+            raise _oov_in_text(position, token) from None
         selected += len(chosen)
     mechanism.accountant.check(mechanism.epsilon * charged, unit=mechanism.ledger_unit)
 
@@ -401,11 +397,7 @@ def _privatize_batch(
             raise
         # The mechanism saw only the non-blank texts of this batch: name the caller's text.
         position = start + [i for i, empty in enumerate(blank) if not empty][error.document]
-        raise OOVError(
-            f"out-of-vocabulary token in text {position} (token {error.token}) under oov='raise'",
-            document=position,
-            token=error.token,
-        ) from None
+        raise _oov_in_text(position, error.token) from None
     blank_record = mechanism.guarantee(0, 0)
     if selection is not None:
         blank_record = dataclasses.replace(blank_record, selection=selection)
@@ -419,3 +411,12 @@ def _privatize_batch(
         yield PrivateText(
             detokenize(words, private_spaces(words, doc.spaces, doc.selected, is_word)), guarantee
         )
+
+
+def _oov_in_text(position: int, token: int | None) -> OOVError:
+    """The OOV error naming the caller's text ``position`` (never the token itself)."""
+    return OOVError(
+        f"out-of-vocabulary token in text {position} (token {token}) under oov='raise'",
+        document=position,
+        token=token,
+    )

@@ -189,6 +189,17 @@ def test_a_long_text_is_privatized_in_pieces(monkeypatch, glove_5k):
     assert strict.accountant.spent == 3.0  # "ice" only: no piece of the long text charged
 
 
+def test_a_long_blank_text_releases_nothing(monkeypatch, glove_5k):
+    import dxp_plugins.text as text_module
+
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 200)
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    for blank in (" " * 1000, "\u200b \n" * 300):
+        result = privatize_text(blank, mech)
+        assert result.text == "" and result.guarantee.tokens_privatized == 0
+    assert mech.accountant.spent == 0
+
+
 def test_a_long_text_keeps_its_selection(monkeypatch, glove_5k):
     """A selection needs the whole text (a tagger's context): long texts with one are not
     cut, and the selection holds and is recorded."""
