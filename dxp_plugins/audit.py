@@ -6,13 +6,15 @@
   directions. A bound above the claimed epsilon is statistical evidence of a violation
   (at family-wise level ``alpha``); a bound below it is not a proof of privacy.
 * :func:`g_test` -- goodness of fit of observed counts to an exact output law.
-* :func:`coincidence_z` -- independence of paired outputs (noise reused across tokens).
+* :func:`coincidence_z` -- independence of paired outputs (noise reused across tokens);
+  :func:`independence_scores` applies it to a mechanism with an exact law.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -146,3 +148,19 @@ def coincidence_z(
         raise ValueError(f"the coincidence rate of the laws must lie in (0, 1), got {rate}")
     hits = int(np.count_nonzero(first == second))
     return (hits - len(first) * rate) / float(np.sqrt(len(first) * rate * (1.0 - rate)))
+
+
+def independence_scores(mechanism: Any, a: int, b: int, repeats: int = 40_000) -> dict[str, float]:
+    """:func:`coincidence_z` of outputs that fresh noise makes independent (PRIVACY.md 11):
+    words ``a`` and ``b`` alternating ``repeats`` times in one ``privatize_ids`` call, and the
+    same call again. Needs the exact law (``mechanism.distribution``); |z| above ~6 means
+    noise is shared between tokens or replayed by the next call."""
+    ids = np.tile([a, b], repeats)
+    first, second = mechanism.privatize_ids(ids), mechanism.privatize_ids(ids)
+    law_a, law_b = mechanism.distribution(a), mechanism.distribution(b)
+    of_a = first[0::2]
+    return {
+        "two words in one call": coincidence_z(of_a, first[1::2], law_a, law_b),
+        "one word twice in a call": coincidence_z(of_a[0::2], of_a[1::2], law_a, law_a),
+        "one token in two calls": coincidence_z(of_a, second[0::2], law_a, law_a),
+    }

@@ -14,7 +14,7 @@ from scipy import stats
 from scipy.special import expit
 
 import dxp_plugins as dxp
-from dxp_plugins.audit import coincidence_z, epsilon_lower_bound, g_test, output_counts
+from dxp_plugins.audit import epsilon_lower_bound, g_test, independence_scores, output_counts
 from dxp_plugins.embeddings.binary import hamming
 from dxp_plugins.mechanisms import brr as brr_module
 from tests.fixtures import all_codes, even_weight_codes, one_faiss_thread  # noqa: F401
@@ -197,15 +197,5 @@ def test_black_box_audit_fails_when_ties_prefer_the_input(monkeypatch, epsilon):
 def test_tokens_and_calls_draw_independent_flips(kind):
     """Each output alone keeps its exact law when flips are shared between tokens or replayed
     by the next call; pairs of outputs must coincide only as often as independent draws."""
-    mech = codebook(kind, 2.0)
-    a, b = 0, 3 if kind == "even" else 1
-    ids = np.tile([a, b], 40_000)
-    first, second = mech.privatize_ids(ids), mech.privatize_ids(ids)
-    law_a, law_b = mech.distribution(a), mech.distribution(b)
-    of_a = first[0::2]
-    scores = {
-        "two words in one call": coincidence_z(first[0::2], first[1::2], law_a, law_b),
-        "one word twice in a call": coincidence_z(of_a[0::2], of_a[1::2], law_a, law_a),
-        "one token in two calls": coincidence_z(of_a, second[0::2], law_a, law_a),
-    }
+    scores = independence_scores(codebook(kind, 2.0), 0, 3 if kind == "even" else 1)
     assert max(map(abs, scores.values())) < 6.0, scores

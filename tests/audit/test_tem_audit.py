@@ -16,7 +16,7 @@ from scipy import stats
 from scipy.spatial.distance import cdist
 
 import dxp_plugins as dxp
-from dxp_plugins.audit import coincidence_z, epsilon_lower_bound, g_test, output_counts
+from dxp_plugins.audit import epsilon_lower_bound, g_test, independence_scores, output_counts
 from dxp_plugins.mechanisms import tem as tem_module
 from tests.fixtures import GRID_PAIRS, grid_fixture
 
@@ -257,16 +257,5 @@ def test_tokens_and_calls_draw_independent_noise(constant_work):
     """Each output alone keeps its exact law when noise is shared between the tokens of a
     call (or replayed by the next call), so check pairs: they must coincide only as often as
     independent draws do."""
-    mech = make_tem(2.0, SMALL, constant_work)
-    a, b = GRID_PAIRS[0]
-    pairs = 20_000
-    ids = np.tile([a, b], 2 * pairs)
-    first, second = mech.privatize_ids(ids), mech.privatize_ids(ids)
-    law_a, law_b = mech.distribution(a), mech.distribution(b)
-    of_a = first[0::2]
-    scores = {
-        "two words in one call": coincidence_z(first[0::2], first[1::2], law_a, law_b),
-        "one word twice in a call": coincidence_z(of_a[0::2], of_a[1::2], law_a, law_a),
-        "one token in two calls": coincidence_z(of_a, second[0::2], law_a, law_a),
-    }
+    scores = independence_scores(make_tem(2.0, SMALL, constant_work), *GRID_PAIRS[0])
     assert max(map(abs, scores.values())) < 6.0, scores
