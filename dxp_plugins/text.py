@@ -348,7 +348,10 @@ def _privatize_long(text: str, mechanism: Mechanism, position: int) -> PrivateTe
 
 
 def _check_long(text: str, mechanism: Mechanism, position: int) -> None:
-    """Raise, charging nothing, what privatizing ``text`` in pieces would raise midway."""
+    """Raise, charging nothing, what privatizing ``text`` in pieces would raise midway.
+
+    It tokenizes every piece once more (keeping the tokens would undo the memory bound);
+    on a 20 MB line that costs about 1 s of 46."""
     selected = charged = 0
     for piece in pieces(text, PIECE_CHARS):
         with forgetting(blank_pipeline()):
