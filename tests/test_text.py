@@ -361,3 +361,11 @@ def test_an_error_holding_a_token_is_rendered_before_the_zone_closes(monkeypatch
     with pytest.raises(ValueError) as error:
         list(privatize_texts(["zq7word here"], dxp.Madlib(glove_5k, epsilon=5.0), select=select))
     assert str(error.value) == "zq7word"
+    # The zone closed despite the error (spaCy < 3.8.13 left it open: the shared pipeline
+    # kept every later raw word and crashed in a later batch; hence the floor in pyproject).
+    from dxp_plugins.text import blank_pipeline
+
+    assert not blank_pipeline().vocab.in_memory_zone
+    assert "zq7word" not in blank_pipeline().vocab.strings
+    list(privatize_texts(["zq7later word"], dxp.Madlib(glove_5k, epsilon=5.0)))
+    assert "zq7later" not in blank_pipeline().vocab.strings
