@@ -131,6 +131,18 @@ SURROGATE_KEPT = b'{"text": "hockey", "n": "zq7secret \\ud800"}\n'
         (SURROGATE, [], "jsonl, line 2 is not valid Unicode"),  # the line, not the batch
         (SURROGATE_KEPT, ["--keep-fields", "*"], "jsonl, line 1: unexpected UnicodeEncodeError"),
     ],
+    # Named: an id built from the 200 kB input made PYTEST_CURRENT_TEST too long for the
+    # subprocess's environment (E2BIG) under pytest 8.0.
+    ids=[
+        "bad-json",
+        "missing-field",
+        "bad-utf8",
+        "oov-raise",
+        "deep-nesting",
+        "surrogate-batch-1",
+        "surrogate",
+        "surrogate-kept-field",
+    ],
 )
 def test_errors_are_one_line_without_private_text(tmp_path, content, args, expected):
     source = tmp_path / "input.jsonl"
