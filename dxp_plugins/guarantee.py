@@ -37,6 +37,11 @@ from .errors import BudgetExceededError
 ALL_WORDS = "every word"
 
 
+def counted(count: int, noun: str) -> str:
+    """``"1 token"``, ``"3 tokens"``: counts in the statements users read."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _library_version() -> str:
     from . import __version__
 
@@ -72,10 +77,16 @@ class Guarantee:
             "euclidean": "Euclidean distance between word embeddings",
             "hamming": "Hamming distance between binary word codes",
         }.get(self.metric, f"{self.metric} distance between word embeddings")
+        each = (
+            "the 1 privatized token is"
+            if self.tokens_privatized == 1
+            else f"each of {self.tokens_privatized} privatized tokens is"
+        )
         return (
-            f"{self.mechanism}: each of {self.tokens_privatized} privatized tokens is "
+            f"{self.mechanism}: {each} "
             f"{self.epsilon:g}*d-private for d = {unit} "
-            f"(total {self.spend:g} per unit distance); {self.tokens_passed_through} tokens "
+            f"(total {self.spend:g} per unit distance); "
+            f"{counted(self.tokens_passed_through, 'token')} "
             f"passed through unchanged; noise {self.rng}."
             + (
                 ""

@@ -34,6 +34,11 @@ def test_record_names_everything_a_release_guarantees(glove_5k):
     assert record.spend == 12.0
     assert json.loads(json.dumps(record.to_dict()))["spend"] == 12.0
     assert "4*d-private" in record.statement
+    assert "each of 3 privatized tokens is" in record.statement
+    assert "; 0 tokens passed through" in record.statement
+    single = dataclasses.replace(record, tokens_privatized=1, tokens_passed_through=1)
+    assert "the 1 privatized token is" in single.statement
+    assert "; 1 token passed through" in single.statement
     # doc._.dxp_guarantee is this dict: it reads like the CLI report, and loads back
     assert record.to_dict()["statement"] == record.statement
     assert dxp.Guarantee.from_dict(record.to_dict()) == record

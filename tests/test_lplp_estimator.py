@@ -182,7 +182,7 @@ def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
     # (``spend`` once left the histogram out).
     assert record.spend == record.to_dict()["spend"] == accountant.spent
     assert record.release_spend == record.to_dict()["release_spend"] == 1.0
-    assert "spend: 1.5 (1 for 1 release(s) + 0.5 for the histogram" in record.statement
+    assert "spend: 1.5 (1 for 1 release + 0.5 for the histogram" in record.statement
     transformer.transform(counts)
     merged = record.merge(transformer.last_guarantee_)
     assert merged.spend == accountant.spent == 2.5 and merged.release_spend == 2.0

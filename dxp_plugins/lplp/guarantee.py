@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..guarantee import _library_version
+from ..guarantee import _library_version, counted
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,9 @@ class LPLPGuarantee:
     @property
     def statement(self) -> str:
         """One paragraph a user can read."""
+        each = "the 1 document" if self.documents == 1 else f"each of {self.documents} documents"
         text = (
-            f"LPLP: each of {self.documents} documents is ({self.n_changes}, "
+            f"LPLP: {each} is ({self.n_changes}, "
             f"{self.epsilon:g})-LPLP: two count vectors differing by at most "
             f"{self.n_changes} in total (L1) give outputs within a factor "
             f"e^{self.epsilon:g}. "
@@ -77,7 +78,7 @@ class LPLPGuarantee:
                 f" A DP corpus histogram ({self.n_changes}, {self.histogram_epsilon:g}) "
                 f"was released centrally for the grouping/weights: documents in that corpus "
                 f"spend {self.histogram_epsilon:g} more. This record's spend: {self.spend:g} "
-                f"({self.release_spend:g} for {self.releases} release(s) + "
+                f"({self.release_spend:g} for {counted(self.releases, 'release')} + "
                 f"{self.histogram_epsilon:g} for the histogram, once)."
             )
         return text
