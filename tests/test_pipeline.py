@@ -19,6 +19,7 @@ from thinc.api import ConfigValidationError
 import dxp_plugins as dxp
 from dxp_plugins._random import RandomSource, _seeded_generator
 from dxp_plugins.pipeline.component import Privatizer
+from dxp_plugins.text import privatize_text
 from tests.door_fixtures import CANARIES, KaryRandomizedResponse, register
 
 FAST = {"vocab_size": 2000}
@@ -253,6 +254,26 @@ def test_replace_carries_no_annotation_of_the_raw_doc():
     assert not private.cats
     keys = [key for key in private.user_data if not (isinstance(key, tuple) and key[0] == "._.")]
     assert keys == [] and private._.dxp_guarantee["tokens_privatized"] == 6
+
+
+@pytest.mark.parametrize(
+    ("text", "layout_out"),
+    [
+        (" \n", ""),  # blank: empty output, like every door (PRIVACY.md 22)
+        ("\u200b", ""),
+        ("hockey \u200b team", "W  W"),  # a dropped zero-width token keeps its space
+        ("hockey \u200b\u200d team", "W  W"),
+        ("the  \u200b team.", "W   W"),
+    ],
+)
+def test_replace_releases_what_the_text_path_releases(text, layout_out):
+    """A zero-width token is emptied (a Doc cannot hold an empty word: this crashed with
+    spaCy's E031) and a blank document gives an empty Doc, as the other doors give ""."""
+    nlp = make_nlp(mode="replace", epsilon=50.0)
+    doc = nlp(text)
+    assert layout(doc.text) == layout_out
+    mechanism = nlp.get_pipe("dxp_privatizer").mechanism
+    assert layout(doc.text) == layout(privatize_text(text, mechanism).text)
 
 
 def test_replace_keeps_the_context_of_as_tuples():

@@ -183,8 +183,23 @@ class Privatizer:
 
     @staticmethod
     def _replacement(doc: Doc, words: list[str], spaces: list[str]) -> Doc:
-        """A new Doc of the private words; nothing derived from the raw words is copied."""
-        private = Doc(doc.vocab, words=words, spaces=[bool(space) for space in spaces])
+        """A new Doc of the private words; nothing derived from the raw words is copied.
+
+        Its text is what the other doors release: empty for a blank document (PRIVACY.md
+        22), and a dropped invisible token (an emptied word, which a Doc cannot hold)
+        leaves only its trailing whitespace, as a whitespace token.
+        """
+        kept_words: list[str] = []
+        kept_spaces: list[bool] = []
+        if not is_invisible(doc.text):
+            for word, space in zip(words, spaces, strict=True):
+                if word:
+                    kept_words.append(word)
+                    kept_spaces.append(bool(space))
+                elif space:
+                    kept_words.append(space)
+                    kept_spaces.append(False)
+        private = Doc(doc.vocab, words=kept_words, spaces=kept_spaces)
         private._context = doc._context  # nlp.pipe(as_tuples=True) context, not text
         return private
 
