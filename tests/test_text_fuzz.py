@@ -1,0 +1,126 @@
+"""Property tests of the one text path (spaCy component, TextPrivatizer and CLI share it):
+arbitrary Unicode around words, punctuation, layout and invisible characters.
+
+Invariants for every input (PRIVACY.md 14, 20-25):
+* a raw word never reaches the output, however it is glued, cased or hidden;
+* every other character in the output comes from a vocabulary word or passed punctuation;
+* the layout survives: the output's whitespace is the input's, plus single spaces where
+  two privatized tokens were written together (a blank document comes back empty);
+* the guarantee counts exactly the tokens the tokenizer selected and passed.
+"""
+
+from __future__ import annotations
+
+import pytest
+import spacy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dxp_plugins as dxp
+from dxp_plugins._normalize import INVISIBLE, is_invisible
+from dxp_plugins.text import PUNCTUATION, privatize_text, tokenize
+
+#: A word in no vocabulary and in no vocabulary word: it must never come out.
+CANARY = "qzxqv"
+
+pieces = st.one_of(
+    st.sampled_from([CANARY, CANARY.upper(), "the", "Hockey", "doesn't", "cannot", "e-mail"]),
+    st.sampled_from(["3.14", "x@y.org", "http://a.b/c", "n't", "'s"]),
+    st.sampled_from(sorted(PUNCTUATION)),
+    st.sampled_from([" ", "  ", "\n", "\t", "\r\n", "\u00a0", "\u2009", "\u3000"]),
+    st.sampled_from(list(INVISIBLE)),
+    st.text(min_size=1, max_size=3),  # any Unicode but lone surrogates
+)
+texts = st.lists(pieces, max_size=25).map("".join)
+
+
+@pytest.fixture(scope="module")
+def mech(glove_5k):
+    return dxp.Madlib(glove_5k, epsilon=8.0)
+
+
+def _spacy_door(mode: str):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("dxp_privatizer", config={"epsilon": 8.0, "vocab_size": 2000, "mode": mode})
+    mechanism = nlp.get_pipe("dxp_privatizer").mechanism
+
+    def release(text: str) -> tuple[str, dxp.Guarantee]:
+        doc = nlp(text)
+        out = doc.text if mode == "replace" else doc._.dxp_text
+        return out, dxp.Guarantee.from_dict(doc._.dxp_guarantee)
+
+    return release, mechanism
+
+
+@pytest.fixture(scope="module", params=["text path", "spaCy annotate", "spaCy replace"])
+def door(request, mech):
+    """(release(text) -> (private text, guarantee), mechanism) for each door."""
+    if request.param == "text path":
+
+        def release(text: str) -> tuple[str, dxp.Guarantee]:
+            result = privatize_text(text, mech)
+            return result.text, result.guarantee
+
+        return release, mech
+    return _spacy_door(request.param.split()[1])
+
+
+def _output_alphabet(mech) -> set[str]:
+    """Every character a private word or passed punctuation can hold."""
+    return set("".join(mech.embeddings.words)) | set("".join(PUNCTUATION))
+
+
+def _whitespace(text: str) -> str:
+    return "".join(char for char in text if char.isspace())
+
+
+def _spaces_inserted(short: str, long: str) -> int | None:
+    """How many spaces were inserted into ``short`` to make ``long`` (None: not so made)."""
+    inserted, rest = 0, iter(long)
+    for char in short:
+        for other in rest:
+            if other == char:
+                break
+            if other != " ":
+                return None
+            inserted += 1
+        else:
+            return None
+    tail = list(rest)
+    return inserted + len(tail) if all(other == " " for other in tail) else None
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(text=texts)
+def test_text_path_invariants(door, text):
+    release, mech = door
+    out, guarantee = release(text)
+    if is_invisible(text):  # blank documents come back empty and spend nothing
+        assert out == "" and guarantee.spend == 0
+        return
+    assert CANARY not in out.lower().replace(" ", "")
+
+    leaked = {char for char in out if not char.isspace()} - _output_alphabet(mech)
+    assert not leaked, (text, out)
+
+    tokens = tokenize(text)
+    glued = sum(
+        not tokens.spaces[i] and tokens.selected[i] and tokens.selected[i + 1]
+        for i in range(len(tokens.words) - 1)
+    )
+    inserted = _spaces_inserted(_whitespace(text), _whitespace(out))
+    assert inserted is not None and inserted <= glued, (text, out)
+    for char in INVISIBLE:
+        assert char not in out
+
+    selected = sum(tokens.selected)
+    passed = sum(
+        not keep and not is_invisible(word)
+        for word, keep in zip(tokens.words, tokens.selected, strict=True)
+    )
+    assert guarantee.tokens_privatized == selected
+    assert guarantee.tokens_passed_through == passed
