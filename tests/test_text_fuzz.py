@@ -11,12 +11,15 @@ Invariants for every input (PRIVACY.md 14, 20-25):
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import spacy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dxp_plugins as dxp
+from dxp_plugins import text as text_module
 from dxp_plugins._normalize import INVISIBLE, is_invisible
 from dxp_plugins.text import PUNCTUATION, privatize_text, tokenize
 
@@ -52,13 +55,18 @@ def _spacy_door(mode: str):
     return release, mechanism
 
 
-@pytest.fixture(scope="module", params=["text path", "spaCy annotate", "spaCy replace"])
+@pytest.fixture(
+    scope="module", params=["text path", "text path in pieces", "spaCy annotate", "spaCy replace"]
+)
 def door(request, mech):
     """(release(text) -> (private text, guarantee), mechanism) for each door."""
-    if request.param == "text path":
+    if request.param.startswith("text path"):
+        piece_chars = 8 if request.param.endswith("pieces") else text_module.PIECE_CHARS
 
         def release(text: str) -> tuple[str, dxp.Guarantee]:
-            result = privatize_text(text, mech)
+            with pytest.MonkeyPatch.context() as patch:  # long texts go piece by piece
+                patch.setattr(text_module, "PIECE_CHARS", piece_chars)
+                result = privatize_text(text, mech)
             return result.text, result.guarantee
 
         return release, mech
@@ -124,3 +132,14 @@ def test_text_path_invariants(door, text):
     )
     assert guarantee.tokens_privatized == selected
     assert guarantee.tokens_passed_through == passed
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=texts, size=st.integers(min_value=1, max_value=40))
+def test_pieces_cut_only_after_whitespace(text, size):
+    parts = list(text_module.pieces(text, size))
+    assert "".join(parts) == text and all(parts[:-1])
+    for part, following in itertools.pairwise(parts):
+        # after a whole whitespace run, between two non-space characters
+        assert part[-1].isspace() and not following[0].isspace()
+        assert len(part) > size or not part.strip()
