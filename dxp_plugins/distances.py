@@ -23,7 +23,9 @@ direct everywhere.
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -260,13 +262,45 @@ class Angular(Metric):
         )
 
 
+#: Lambdas, local functions and callable objects seen as metrics, numbered in order: an
+#: address could be reused once the object is gone, a number never is (they are kept).
+_SERIALS: dict[int, tuple[Any, int]] = {}
+_SERIALS_LOCK = threading.Lock()
+
+
+def _serial(function: Any) -> int:
+    with _SERIALS_LOCK:
+        kept = _SERIALS.get(id(function))
+        if kept is None:
+            kept = _SERIALS[id(function)] = (function, len(_SERIALS) + 1)
+        return kept[1]
+
+
+def _describe(function: Any) -> str:
+    """A name that tells user metric functions apart: ``module.qualname`` for a named
+    function, its arguments for a ``functools.partial``, and a number for a lambda, a local
+    function or a callable object (this object, in this process)."""
+    if isinstance(function, functools.partial):
+        arguments = [repr(value) for value in function.args]
+        arguments += [f"{name}={value!r}" for name, value in function.keywords.items()]
+        return f"partial({', '.join([_describe(function.func), *arguments])})"
+    qualname = getattr(function, "__qualname__", None)
+    module = getattr(function, "__module__", None)
+    if qualname is None:  # a callable object
+        kind = type(function)
+        return f"{kind.__module__}.{kind.__qualname__}#{_serial(function)}"
+    label = f"{module}.{qualname}" if module else qualname
+    return label if "<" not in qualname else f"{label}#{_serial(function)}"
+
+
 class CallableMetric(Metric):
     """A user metric ``f(X, Y) -> D`` (float64, ``D[i, j] = d(X[i], Y[j])``)."""
 
     def __init__(self, function: MetricFunction) -> None:
         self.function = function
-        label = getattr(function, "__qualname__", None) or type(function).__name__
-        self.name = f"callable:{label}"
+        # The name is the ledger unit and the record's metric: two different functions
+        # must never share it (two lambdas did, so an accountant summed their epsilons).
+        self.name = f"callable:{_describe(function)}"
 
     @property
     def key(self) -> Any:

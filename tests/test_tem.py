@@ -105,6 +105,31 @@ def test_callable_metric_output_is_validated(plane):
     assert mech.privatize(["w1"])[0] in plane
 
 
+def test_different_metric_functions_are_different_units(plane):
+    """Two partials of one function, or two lambdas, are different metrics: an accountant
+    must not add their epsilons (they were all named after the function's qualname)."""
+    from functools import partial
+
+    from dxp_plugins.guarantee import Accountant
+
+    city, cheb = partial(cdist, metric="cityblock"), partial(cdist, metric="chebyshev")
+    doubled = lambda x, y: 2 * cdist(x, y)  # noqa: E731
+    for first, second in [(city, cheb), (lambda x, y: cdist(x, y), doubled)]:
+        accountant = Accountant()
+        mech = dxp.TEM(plane, epsilon=1.0, gamma=1.0, metric=first, accountant=accountant)
+        mech.privatize(["w1"])
+        again = dxp.TEM(plane, epsilon=1.0, gamma=1.0, metric=first, accountant=accountant)
+        again.privatize(["w1"])  # the same function object: one unit, spends add
+        assert accountant.spent == 2.0
+        other = dxp.TEM(plane, epsilon=1.0, gamma=1.0, metric=second, accountant=accountant)
+        with pytest.raises(ValueError, match="cannot be added"):
+            other.privatize(["w1"])
+        assert other.metric != mech.metric
+    assert dxp.TEM(plane, epsilon=1.0, gamma=1.0, metric=city).metric == (
+        "callable:partial(scipy.spatial.distance.cdist, metric='cityblock')"
+    )
+
+
 def test_distribution_and_candidates(glove_5k):
     mech = dxp.TEM(glove_5k, epsilon=5.0)
     law = mech.distribution("house")
