@@ -241,6 +241,28 @@ def test_refused_release_settings_spend_no_histogram_budget(counts):
     assert accountant.spent == 0
 
 
+@pytest.mark.parametrize(
+    ("settings", "error"),
+    [
+        ({"grouping": "glove-clusters"}, "unknown grouping"),  # a typo
+        ({"grouping": "random", "grouping_params": {"seed": 1}}, "unexpected keyword"),
+        ({"grouping": "glove-cluster"}, "needs the feature words"),  # no vocabulary given
+    ],
+)
+def test_grouping_settings_are_checked_before_the_histogram_is_charged(counts, settings, error):
+    """Histogram weights were released (and charged) before the grouping was looked at, so
+    each failed fit spent histogram_epsilon and a valid fit was later refused by the cap."""
+    accountant = dxp.Accountant(cap=1.0)
+    transformer = LPLPTransformer(
+        n_groups=4, weights="dp-histogram", histogram_epsilon=0.75, accountant=accountant
+    )
+    with pytest.raises((ValueError, TypeError), match=error):
+        transformer.set_params(**settings).fit(counts)
+    assert accountant.spent == 0
+    transformer.set_params(grouping="random", grouping_params=None).fit(counts)
+    assert accountant.spent == 0.75
+
+
 def test_a_clone_charges_the_original_accountant(counts):
     """clone (hence GridSearchCV, cross_val_score) deep-copied the accountant, so clones
     charged a private copy and the user's cap never triggered (PRIVACY.md 13). Relies on

@@ -194,13 +194,24 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             embeddings=table,
             histogram=release_histogram,
         )
-        # Weights first: a bad weights array is refused before a grouping spends anything.
-        weights, weights_source = public_weights(self.weights, context)
+        # Nothing spends before every setting is checked: weights that need no histogram
+        # first (a bad array is refused before a grouping can release the histogram), then
+        # the grouping (an unknown name, parameter or missing vocabulary fails before it
+        # spends), histogram weights last.
+        histogram_weights = (
+            isinstance(self.weights, str)
+            and self.weights == "dp-histogram"
+            and n_groups < n_features
+        )
+        if not histogram_weights:
+            weights, weights_source = public_weights(self.weights, context)
         if n_groups == n_features:  # nothing to compress: no grouping (nor histogram) needed
             groups, grouping = identity_grouping(context), "none"
         else:
             groups = make_groups(self.grouping, context, **(self.grouping_params or {}))
             grouping = self.grouping
+        if histogram_weights:
+            weights, weights_source = public_weights(self.weights, context)
         self.release_ = LPLPRelease(
             groups,
             epsilon=self.epsilon,
