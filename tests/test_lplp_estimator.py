@@ -113,7 +113,12 @@ def test_transforming_no_documents_releases_nothing(counts):
     transformer = LPLPTransformer(epsilon=2.0, n_groups=50, accountant=accountant).fit(counts)
     for empty in (counts[:0], counts[:0].toarray()):
         assert transformer.transform(empty).shape == (0, counts.shape[1])
+        record = transformer.last_guarantee_  # says what was charged: nothing
+        assert (record.documents, record.releases, record.spend) == (0, 0, 0.0)
     assert accountant.spent == 0.0
+    transformer.transform(counts[:2])
+    merged = record.merge(transformer.last_guarantee_)
+    assert (merged.spend, merged.releases) == (accountant.spent, accountant.releases) == (2.0, 1)
     with pytest.raises(ValueError, match="0 sample"):
         LPLPTransformer(epsilon=2.0).fit(counts[:0])
 

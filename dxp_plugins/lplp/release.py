@@ -120,6 +120,8 @@ class LPLPRelease:
             histogram_id=self.histogram_id,
             calibration=self.calibration,
             documents=documents,
+            # no document, no release: nothing is charged (PRIVACY.md 22), nothing recorded
+            releases=1 if documents else 0,
             embeddings=self.embeddings,
             rng=self._random.mode,
         )
