@@ -194,6 +194,17 @@ def test_decompression_preserves_group_totals_and_follows_weights():
     assert out[1, 3] + out[1, 4] == 1000 and abs(out[1, 3] - 500) < 80  # all-zero: uniform
 
 
+@pytest.mark.parametrize("scale", [1.0, 1e308, 1e-300])
+def test_decompression_at_any_scale_of_the_weights(scale):
+    """Group totals of weights near the float maximum overflowed to inf: every probability
+    of the group became 0 and its counts landed on column 0, a word of another group."""
+    labels = np.array([0, 1, 0, 1])
+    plan = DecompressionPlan.build(labels, 2, scale * np.array([1.0, 1.0, 1.0, 1.5]))
+    out = decompress(np.array([[0, 4000]]), plan, np.random.default_rng(0)).toarray()
+    assert out[0, 0] == out[0, 2] == 0 and out[0, 1] + out[0, 3] == 4000
+    assert abs(out[0, 3] / 4000 - 0.6) < 0.03
+
+
 @pytest.mark.parametrize("labels", [[0, 1, 2, 3], [2, 0, 3, 1]], ids=["identity", "permuted"])
 def test_decompression_without_compression_puts_each_count_on_its_feature(labels):
     labels = np.array(labels)

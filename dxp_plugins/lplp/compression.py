@@ -109,6 +109,11 @@ class DecompressionPlan:
         starts = np.r_[0, np.cumsum(sizes)]
         group = labels[order]
         ordered = weights[order]
+        # Scale each group by its largest weight: totals of huge finite weights overflowed to
+        # inf, every probability became 0 and the group's counts went to another group.
+        largest = np.zeros(n_groups)
+        np.maximum.at(largest, group, ordered)
+        ordered = ordered / np.where(largest > 0, largest, 1.0)[group]
         totals = np.bincount(group, weights=ordered, minlength=n_groups)
         empty = totals[group] <= 0  # groups without weight are spread uniformly
         ordered = np.where(empty, 1.0, ordered)
@@ -119,8 +124,8 @@ class DecompressionPlan:
         within = np.minimum(cumulative - before[group], 1.0)
         within[starts[1:] - 1] = 1.0
         positions = np.arange(len(order))
-        last = np.zeros(n_groups, dtype=np.int64)
-        np.maximum.at(last, group, np.where(probability > 0, positions, 0))
+        last = starts[:-1].copy()  # never outside the group
+        np.maximum.at(last, group, np.where(probability > 0, positions, starts[group]))
         width = int(sizes.max())
         slot = positions - starts[group]
         padded = np.zeros((n_groups, width))
