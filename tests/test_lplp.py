@@ -355,6 +355,14 @@ def test_dp_histogram_refuses_corpus_totals_beyond_int64_before_charging():
 def test_counts_are_accepted_as_integral_floats_and_sparse():
     assert check_counts(np.array([[1.0, 0.0]])).dtype == np.int64
     assert check_counts(sp.coo_matrix(np.array([[2, 0]]))).toarray().tolist() == [[2, 0]]
+    # narrow dtypes: duplicate COO entries summed in int8 wrapped (100 + 100 + 56 -> 0), and
+    # scipy refuses float16
+    for dtype in (np.int8, np.uint8, np.bool_):
+        values = np.array([100, 100, 56]).astype(dtype)
+        coo = sp.coo_matrix((values, ([0, 0, 0], [1, 1, 1])), shape=(1, 2))
+        assert check_counts(coo).toarray().tolist() == [[0, int(values.astype(np.int64).sum())]]
+    half = np.array([[3, 0], [2048, 1]], dtype=np.float16)
+    assert check_counts(half).toarray().tolist() == [[3, 0], [2048, 1]]
 
 
 @pytest.mark.parametrize(

@@ -45,16 +45,28 @@ def check_totals(counts: sp.csr_matrix, axis: int, what: str) -> None:
         raise ValueError(f"counts are too large: {what} must stay below 2**62 (int64 range)")
 
 
+def _wide_dtype(dtype: np.dtype) -> type | None:
+    """64-bit for narrower numbers before CSR conversion sums duplicate entries (int8
+    100 + 100 + 56 wrapped to 0) and because scipy refuses float16; None to keep it."""
+    if np.issubdtype(dtype, np.bool_) or (np.issubdtype(dtype, np.integer) and dtype.itemsize < 8):
+        return np.int64
+    if np.issubdtype(dtype, np.floating) and dtype.itemsize < 8:
+        return np.float64
+    return None
+
+
 def check_counts(X: Any, n_features: int | None = None) -> sp.csr_matrix:
     """``X`` as a CSR int64 matrix of non-negative integer counts (ValueError otherwise,
     also when a document's total reaches :data:`MAX_TOTAL`, e.g. a float 1e19 or uint64)."""
     if sp.issparse(X):
-        matrix = sp.csr_matrix(X)
+        wide = _wide_dtype(X.dtype)
+        matrix = sp.csr_matrix(X if wide is None else X.astype(wide))
     else:
         array = np.asarray(X)
         if array.ndim != 2:
             raise ValueError(f"counts must be a 2-D matrix, got {array.ndim} dimension(s)")
-        matrix = sp.csr_matrix(array)
+        wide = _wide_dtype(array.dtype)
+        matrix = sp.csr_matrix(array if wide is None else array.astype(wide))
     data = matrix.data
     if not (np.issubdtype(data.dtype, np.integer) or np.issubdtype(data.dtype, np.bool_)):
         if not np.issubdtype(data.dtype, np.floating):
