@@ -266,4 +266,7 @@ def _is_amount(value: Any) -> bool:
     """A finite real number >= 0 (bools and NaN are not amounts)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         return False
-    return math.isfinite(value) and float(value) >= 0
+    try:
+        return math.isfinite(value) and float(value) >= 0
+    except OverflowError:  # an int beyond float: not a finite amount
+        return False
