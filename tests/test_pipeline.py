@@ -528,6 +528,25 @@ def test_worker_releases_add_up_from_the_docs_guarantees():
     assert nlp.get_pipe("dxp_privatizer").accountant.spent == 0
 
 
+@pytest.mark.parametrize("built_by", ["initialize", "first doc"])
+def test_a_capped_accountant_assigned_later_is_enforced(built_by):
+    """The mechanism read the accountant once, when built: a cap assigned after
+    initialize() or after the first doc was never charged nor enforced."""
+    nlp = make_nlp(epsilon=10.0)
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    if built_by == "initialize":
+        privatizer.initialize()
+    else:
+        nlp("a first doc")
+    privatizer.accountant = dxp.Accountant(cap=65)
+    nlp("the team won the final")  # 5 tokens: 50
+    with pytest.raises(dxp.BudgetExceededError):
+        nlp("the team won the final")
+    assert privatizer.accountant.spent == 50 and privatizer.mechanism.accountant.spent == 50
+    with pytest.raises(TypeError):
+        privatizer.accountant = 65
+
+
 def test_workers_refuse_to_charge_a_capped_accountant():
     """Forked workers each hold a copy of the ledger: with a cap they must refuse, not let
     two workers spend the cap twice (fail closed, PRIVACY.md 13)."""

@@ -65,8 +65,7 @@ class Privatizer:
     def __init__(self, nlp: Language, name: str = "dxp_privatizer", **config: Any) -> None:
         self.name = name
         # Not even a reference to nlp.vocab: its StringStore holds every raw word processed.
-        #: Sums the spend of the releases of this component in this process.
-        self.accountant = Accountant()
+        self._accountant = Accountant()
         self._mechanism: Mechanism | None = None
         self._fingerprint: str | None = None
         self._configure(config)
@@ -98,6 +97,20 @@ class Privatizer:
         self._random = RandomSource(settings.seed)
         self._mechanism = None
         self._fingerprint = None
+
+    @property
+    def accountant(self) -> Accountant:
+        """Sums the spend of this component's releases in this process; assign one with a
+        cap to enforce it (it reaches the mechanism even once that is built)."""
+        return self._accountant
+
+    @accountant.setter
+    def accountant(self, accountant: Accountant) -> None:
+        if not isinstance(accountant, Accountant):
+            raise TypeError("accountant must be an Accountant")
+        self._accountant = accountant
+        if self._mechanism is not None:
+            self._mechanism.accountant = accountant
 
     @property
     def cfg(self) -> dict[str, Any]:
