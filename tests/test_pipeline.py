@@ -348,12 +348,26 @@ def test_bytes_round_trip_stores_configuration_only():
     privatizer(private)
     data = privatizer.to_bytes()
     assert b"zq7canaryxx" not in data and b"hockey" not in data
-    other = make_nlp(epsilon=1.0).get_pipe("dxp_privatizer")
+    settings = {"seed": 5, "pos": ["NOUN"], "mode": "replace"}
+    other = make_nlp(**settings, mechanism_params={"index": "exact"}).get_pipe("dxp_privatizer")
     other.from_bytes(data)
     assert other.cfg == privatizer.cfg and other.settings.seed == 5
     assert other._mechanism is None and other._random is not privatizer._random
     assert other._fingerprint == privatizer.mechanism.embeddings.fingerprint
     assert privatizer.to_bytes(exclude=["cfg"]) != data
+    # Saved settings never replace different ones silently (epsilon 1 asked, 8 used).
+    different = make_nlp(**settings, epsilon=1.0).get_pipe("dxp_privatizer")
+    with pytest.raises(ValueError, match=r"epsilon: saved 8\.0, configured 1\.0.*mechanism_params"):
+        different.from_bytes(data)
+    assert different.settings.epsilon == 1.0
+
+
+def test_spacy_load_overrides_are_not_undone_by_the_saved_settings(tmp_path):
+    make_nlp(epsilon=10.0).to_disk(tmp_path)
+    overrides = {"components.dxp_privatizer.epsilon": 1.0}
+    with pytest.raises(ValueError, match=r"epsilon: saved 10\.0, configured 1\.0"):
+        spacy.load(tmp_path, config=overrides)
+    assert spacy.load(tmp_path).get_pipe("dxp_privatizer").settings.epsilon == 10.0
 
 
 def test_disk_round_trip_and_spacy_load(tmp_path):

@@ -245,8 +245,22 @@ class Privatizer:
     def _load_state(self, state: Any) -> None:
         if not isinstance(state, dict) or state.get("format") != _FORMAT:
             raise ValueError("not a saved dxp_privatizer configuration (unknown format)")
-        if state["config"] != self.cfg:
-            self._configure(state["config"])
+        saved, current = state["config"], self.cfg
+        if saved != current:
+            # Loading settings over different ones silently undid spacy.load(config=...)
+            # overrides and edited config.cfg files (epsilon 1 asked, 10 used): refuse.
+            changed = sorted(
+                key for key in {**saved, **current} if saved.get(key) != current.get(key)
+            )
+            details = ", ".join(
+                f"{key}: saved {saved.get(key)!r}, configured {current.get(key)!r}"
+                for key in changed
+            )
+            raise ValueError(
+                f"the saved dxp_privatizer settings differ from this component's ({details}): "
+                f"load the pipeline with spacy.load(path) and no overrides, or add a new "
+                f"dxp_privatizer with the settings you want"
+            )
         self._fingerprint = state.get("embeddings_fingerprint")
         built = self._mechanism
         if built is not None and built.embeddings.fingerprint != self._fingerprint:
