@@ -22,8 +22,8 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import ExitStack, closing, contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -427,15 +427,18 @@ def _kept_fields(args: argparse.Namespace) -> list[str]:
     return kept
 
 
-def _open_inputs(files: Sequence[str], stack: ExitStack) -> Iterator[tuple[str, IO[bytes]]]:
+def _open_inputs(files: Sequence[str]) -> Generator[tuple[str, IO[bytes]], None, None]:
+    """Each input in turn, one open at a time (all at once ran out of file descriptors
+    on ~1,000 files)."""
     for name in files:
         if name == "-":
             yield name, sys.stdin.buffer
-        else:
-            try:
-                stream = stack.enter_context(open(name, "rb"))  # noqa: SIM115
-            except OSError as error:
-                raise CLIError(f"cannot read {name}: {error.strerror}") from None
+            continue
+        try:
+            stream = open(name, "rb")  # noqa: SIM115
+        except OSError as error:
+            raise CLIError(f"cannot read {name}: {error.strerror}") from None
+        with stream:
             yield name, stream
 
 
@@ -499,8 +502,8 @@ def _privatize(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         raise CLIError("--batch-size must be >= 1")
-    for name in args.files:
-        if name != "-" and not Path(name).is_file():
+    for name in args.files:  # FIFOs and <(...) are readable; directories and nothing not
+        if name != "-" and (Path(name).is_dir() or not Path(name).exists()):
             reason = "is a directory" if Path(name).is_dir() else "no such file"
             raise CLIError(f"cannot read {name}: {reason}")
     _check_targets(args)
@@ -532,7 +535,11 @@ def _privatize(args: argparse.Namespace) -> int:
         progress = stack.enter_context(
             tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=_no_progress(args))
         )
-        for name, stream in _open_inputs(args.files, stack):
+        # A document without a line ending (the last line of a file, a whole file) is
+        # followed by one before the next document, so two never run together.
+        separate = False
+        inputs = stack.enter_context(closing(_open_inputs(args.files)))
+        for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
             while batch := list(itertools.islice(records, args.batch_size)):
@@ -553,7 +560,9 @@ def _privatize(args: argparse.Namespace) -> int:
                     ) from None
                 for (number, context, _), result in zip(batch, results, strict=True):
                     args.place = _place(label, number)
-                    out.write(_render(context, result.text, args.field, kept))
+                    line = _render(context, result.text, args.field, kept)
+                    out.write(b"\n" + line if separate else line)
+                    separate = not line.endswith((b"\n", b"\r"))
                     total = result.guarantee if total is None else total.merge(result.guarantee)
                 progress.update(len(batch))
                 documents += len(batch)
@@ -826,8 +835,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError:  # the reader left: the run did not finish (no --report)
+        return 141  # as a shell reports a process killed by SIGPIPE
     except UnicodeError as error:  # a ValueError whose message quotes the offending text
         return _unexpected(error, args.place)
     except (DxpError, ValueError, TypeError) as error:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -526,3 +528,53 @@ def test_an_ignored_sigterm_stays_ignored():
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_documents_without_a_final_newline_stay_apart(tmp_path, capsys):
+    """The last line of a file without a newline ran into the next file's first line."""
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("the first line\nthe team")
+    second.write_text("the city")
+    code, out, _ = run(["privatize", first, second, "-e", 300, *FAST], capsys)
+    assert code == 0 and out.count("\n") == 2 and len(out.split("\n")) == 3
+    whole = ["--unit", "file", first, second, "-e", 300, *FAST]
+    code, out, _ = run(["privatize", *whole], capsys)
+    assert code == 0 and out.count("\n") == 2  # the first file's own newline, then one
+
+
+def test_many_input_files_are_read_one_at_a_time(tmp_path):
+    """All inputs were held open until the end: ~1,000 files hit the descriptor limit."""
+    names = []
+    for i in range(120):
+        (tmp_path / f"f{i:03}.txt").write_text("the team\n")
+        names.append(f"f{i:03}.txt")
+    dxp = Path(sys.executable).with_name("dxp")
+    command = f"ulimit -n 64 && {dxp} privatize {' '.join(names)} -e 300 --vocab-size 2000"
+    result = subprocess.run(
+        ["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") == 120
+
+
+def test_a_fifo_is_a_readable_input(tmp_path, capsys):
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("the team\n"), daemon=True)
+    writer.start()
+    code, out, err = run(["privatize", fifo, "-e", 300, *FAST], capsys)
+    writer.join(timeout=30)
+    assert code == 0 and out.count("\n") == 1, err
+
+
+def test_a_reader_that_leaves_early_is_not_success(tmp_path):
+    """`dxp privatize ... --report r.json | head -1` exited 0 without writing the report."""
+    source, report = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("the team won the final\n" * 20_000)
+    command = [str(Path(sys.executable).with_name("dxp")), "privatize", str(source), "-e", "300"]
+    command += ["--vocab-size", "2000", "--batch-size", "64", "--report", str(report)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stdout.readline()
+    process.stdout.close()
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 141 and not report.exists(), err
