@@ -363,6 +363,25 @@ def test_counts_are_accepted_as_integral_floats_and_sparse():
         assert check_counts(coo).toarray().tolist() == [[0, int(values.astype(np.int64).sum())]]
     half = np.array([[3, 0], [2048, 1]], dtype=np.float16)
     assert check_counts(half).toarray().tolist() == [[3, 0], [2048, 1]]
+    # 64-bit duplicates wrap in their own type (2**63 + 2**63 -> 0): refused, like any
+    # total of that size
+    for dtype, values in [(np.uint64, [2**63, 2**63]), (np.int64, [2**63 - 1, 2**63 - 1, 2])]:
+        coo = sp.coo_matrix((np.array(values, dtype=dtype), ([0] * len(values), [1] * len(values))))
+        with pytest.raises(ValueError, match="too large"):
+            check_counts(coo)
+
+
+def test_dense_narrow_counts_are_not_copied_to_64_bits():
+    import tracemalloc
+
+    dense = (np.random.default_rng(0).random((1000, 5000)) < 0.01).astype(np.int8)
+    tracemalloc.start()
+    try:
+        check_counts(dense)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < dense.size  # an int64 copy would be 8x the input (40 MB); ~2.5 MB here
 
 
 @pytest.mark.parametrize(

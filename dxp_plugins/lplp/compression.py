@@ -46,8 +46,8 @@ def check_totals(counts: sp.csr_matrix, axis: int, what: str) -> None:
 
 
 def _wide_dtype(dtype: np.dtype) -> type | None:
-    """64-bit for narrower numbers before CSR conversion sums duplicate entries (int8
-    100 + 100 + 56 wrapped to 0) and because scipy refuses float16; None to keep it."""
+    """64-bit for narrower sparse numbers before CSR conversion sums duplicate entries
+    (int8 100 + 100 + 56 wrapped to 0); None to keep the dtype."""
     if np.issubdtype(dtype, np.bool_) or (np.issubdtype(dtype, np.integer) and dtype.itemsize < 8):
         return np.int64
     if np.issubdtype(dtype, np.floating) and dtype.itemsize < 8:
@@ -55,18 +55,36 @@ def _wide_dtype(dtype: np.dtype) -> type | None:
     return None
 
 
+def _check_duplicate_totals(X: Any) -> None:
+    """Sparse input that may repeat an entry (COO, non-canonical CSR/CSC): each document's
+    total in float64 before scipy sums the duplicates in the input's integer type, where
+    2**63 + 2**63 wrapped to 0."""
+    if not (X.format == "coo" or (X.format in ("csr", "csc") and not X.has_canonical_format)):
+        return
+    coo = X.tocoo()
+    if coo.nnz == 0 or not np.issubdtype(coo.data.dtype, np.number):
+        return
+    magnitude = np.abs(coo.data.astype(np.float64))
+    if np.bincount(coo.row, weights=magnitude, minlength=coo.shape[0]).max() >= MAX_TOTAL:
+        raise ValueError(
+            "counts are too large: each document's total count must stay below 2**62 (int64 range)"
+        )
+
+
 def check_counts(X: Any, n_features: int | None = None) -> sp.csr_matrix:
     """``X`` as a CSR int64 matrix of non-negative integer counts (ValueError otherwise,
     also when a document's total reaches :data:`MAX_TOTAL`, e.g. a float 1e19 or uint64)."""
     if sp.issparse(X):
+        _check_duplicate_totals(X)
         wide = _wide_dtype(X.dtype)
         matrix = sp.csr_matrix(X if wide is None else X.astype(wide))
     else:
         array = np.asarray(X)
         if array.ndim != 2:
             raise ValueError(f"counts must be a 2-D matrix, got {array.ndim} dimension(s)")
-        wide = _wide_dtype(array.dtype)
-        matrix = sp.csr_matrix(array if wide is None else array.astype(wide))
+        # A dense array repeats no entry: kept as it is (no 64-bit copy of the whole
+        # matrix), except float16, which scipy refuses (float32 holds all its integers).
+        matrix = sp.csr_matrix(array.astype(np.float32) if array.dtype == np.float16 else array)
     data = matrix.data
     if not (np.issubdtype(data.dtype, np.integer) or np.issubdtype(data.dtype, np.bool_)):
         if not np.issubdtype(data.dtype, np.floating):
