@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import threading
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -266,6 +268,10 @@ class Angular(Metric):
 #: address could be reused once the object is gone, a number never is (they are kept).
 _SERIALS: dict[int, tuple[Any, int]] = {}
 _SERIALS_LOCK = threading.Lock()
+#: The object first named by each import path (a later one under that path gets a number).
+_PATHS: dict[str, Any] = {}
+#: Every metric function named so far, with its name (kept: ids are never reused).
+_NAMES: dict[int, tuple[Any, str]] = {}
 
 
 def _serial(function: Any) -> int:
@@ -277,20 +283,62 @@ def _serial(function: Any) -> int:
 
 
 def _describe(function: Any) -> str:
-    """A name that tells user metric functions apart: ``module.qualname`` for a named
-    function, its arguments for a ``functools.partial``, and a number for a lambda, a local
-    function or a callable object (this object, in this process)."""
+    """A name that tells user metric functions apart (it is the ledger unit): the import
+    path of a function that its module still holds under that name, a partial with its
+    literal arguments, a method with its object; anything else (lambdas, local, wrapped or
+    redefined functions, callable objects, partials of arrays) gets a number, kept for the
+    process (the object is kept with it, so the number is never reused)."""
     if isinstance(function, functools.partial):
-        arguments = [repr(value) for value in function.args]
-        arguments += [f"{name}={value!r}" for name, value in function.keywords.items()]
-        return f"partial({', '.join([_describe(function.func), *arguments])})"
-    qualname = getattr(function, "__qualname__", None)
-    module = getattr(function, "__module__", None)
-    if qualname is None:  # a callable object
-        kind = type(function)
-        return f"{kind.__module__}.{kind.__qualname__}#{_serial(function)}"
-    label = f"{module}.{qualname}" if module else qualname
-    return label if "<" not in qualname else f"{label}#{_serial(function)}"
+        arguments = [*function.args, *function.keywords.values()]
+        if all(_is_literal(value) for value in arguments):
+            shown = [repr(value) for value in function.args]
+            shown += [f"{name}={value!r}" for name, value in function.keywords.items()]
+            return f"partial({', '.join([_describe(function.func), *shown])})"
+        return f"partial({_describe(function.func)}, ...)#{_serial(function)}"
+    with _SERIALS_LOCK:
+        named = _NAMES.get(id(function))
+    if named is not None:  # named once, named so for good (even if later redefined)
+        return named[1]
+    name = _first_name(function)
+    with _SERIALS_LOCK:
+        return _NAMES.setdefault(id(function), (function, name))[1]
+
+
+def _first_name(function: Any) -> str:
+    owner = getattr(function, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):  # a bound method
+        name = getattr(function, "__name__", "method")
+        base = _import_path(owner)
+        return f"{base}.{name}" if base else f"{type(owner).__qualname__}#{_serial(owner)}.{name}"
+    path = _import_path(function)
+    if path:
+        return path
+    label = getattr(function, "__qualname__", None) or type(function).__qualname__
+    return f"{label}#{_serial(function)}"
+
+
+def _import_path(thing: Any) -> str | None:
+    """``module.qualname`` when importing it gives back this very object (and no other
+    object was named so before: a function redefined in ``__main__``), else None."""
+    module = getattr(thing, "__module__", None)
+    qualname = getattr(thing, "__qualname__", None) or getattr(thing, "__name__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    target: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    if target is not thing:
+        return None
+    path = f"{module}.{qualname}"
+    with _SERIALS_LOCK:
+        first = _PATHS.setdefault(path, thing)
+    return path if first is thing else None
+
+
+def _is_literal(value: Any) -> bool:
+    if isinstance(value, tuple | frozenset):
+        return all(_is_literal(item) for item in value)
+    return value is None or type(value) in (str, int, float, bool, complex, bytes)
 
 
 class CallableMetric(Metric):

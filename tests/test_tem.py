@@ -110,11 +110,16 @@ def test_different_metric_functions_are_different_units(plane):
     must not add their epsilons (they were all named after the function's qualname)."""
     from functools import partial
 
+    from sklearn.metrics import DistanceMetric
+
     from dxp_plugins.guarantee import Accountant
 
     city, cheb = partial(cdist, metric="cityblock"), partial(cdist, metric="chebyshev")
     doubled = lambda x, y: 2 * cdist(x, y)  # noqa: E731
-    for first, second in [(city, cheb), (lambda x, y: cdist(x, y), doubled)]:
+    l1, linf = (DistanceMetric.get_metric(name) for name in ("manhattan", "chebyshev"))
+    weighted = [partial(cdist, metric="seuclidean", V=np.full(2, v)) for v in (1.0, 4.0)]
+    pairs = [(city, cheb), (lambda x, y: cdist(x, y), doubled), (l1.pairwise, linf.pairwise)]
+    for first, second in [*pairs, weighted]:
         accountant = Accountant()
         mech = dxp.TEM(plane, epsilon=1.0, gamma=1.0, metric=first, accountant=accountant)
         mech.privatize(["w1"])
