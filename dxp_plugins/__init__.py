@@ -15,6 +15,7 @@ from .errors import (
     OOVError,
     PrivacyWarning,
     SeededRandomnessWarning,
+    TextTooLongError,
 )
 
 __version__ = "0.1.0"
@@ -69,6 +70,7 @@ __all__ = [
     "PrivacyWarning",
     "SeededRandomnessWarning",
     "TextPrivatizer",
+    "TextTooLongError",
     "__version__",
     "load_embeddings",
     "make_mechanism",

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import __version__
-from .errors import DxpError, OOVError, PrivacyWarning
+from .errors import DxpError, OOVError, PrivacyWarning, TextTooLongError
 
 PROG = "dxp"
 #: Options of one mechanism (dest -> its registry name), passed on as its parameters.
@@ -550,6 +550,12 @@ def _privatize(args: argparse.Namespace) -> int:
                             texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
                         )
                     )
+                except TextTooLongError as error:  # its index is relative to this batch
+                    where = _place(label, batch[error.document][0])
+                    raise CLIError(
+                        f"{where}: {error.length:,} characters, more than the max_length of "
+                        f"--spacy-model ({error.limit:,}) that --pos/--entities need whole"
+                    ) from None
                 except OOVError as error:  # its document index is relative to this batch
                     if error.document is None:
                         raise

@@ -36,6 +36,20 @@ class OOVError(DxpError, ValueError):
         self.token = token
 
 
+class TextTooLongError(DxpError, ValueError):
+    """A text is longer than the spaCy pipeline that must tag it whole can read
+    (``max_length``): ``document`` is its index among the caller's texts, ``length`` and
+    ``limit`` the two sizes."""
+
+    def __init__(self, *, document: int, length: int, limit: int) -> None:
+        super().__init__(
+            f"text {document} has {length:,} characters, more than the spaCy pipeline's "
+            f"max_length ({limit:,}) that a tagged selection (pos, entities, token filter) "
+            f"needs whole: split it, or raise max_length"
+        )
+        self.document, self.length, self.limit = document, length, limit
+
+
 class PrivacyWarning(UserWarning):
     """Something weakens the guarantee on purpose (seeding, pass-through, ...)."""
 

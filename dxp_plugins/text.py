@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._normalize import is_invisible, without_invisible
 from ._validation import check_int, check_text
-from .errors import OOVError
+from .errors import OOVError, TextTooLongError
 from .guarantee import Guarantee
 
 if TYPE_CHECKING:
@@ -385,6 +385,11 @@ def _privatize_batch(
 ) -> Iterator[PrivateText]:
     """``texts`` start at index ``start`` of the caller's texts (named in OOV errors)."""
     blank = [is_invisible(text) for text in texts]
+    if nlp is not None:  # a tagging pipeline reads each text whole: say so before spaCy does
+        limit = getattr(nlp, "max_length", None)
+        for position, text in enumerate(texts, start):
+            if limit is not None and len(text) > limit:
+                raise TextTooLongError(document=position, length=len(text), limit=limit)
     with forgetting(blank_pipeline() if nlp is None else nlp):
         docs = [
             TokenizedText.from_doc(doc, None if select is None else select(doc))

