@@ -721,6 +721,8 @@ def sample_words(
     if not isinstance(embeddings, EmbeddingTable):
         raise TypeError("embeddings must be an EmbeddingTable")
     n = check_int(n, "n", minimum=1)
+    if random_state is not None:  # numpy's own error would name no argument
+        random_state = check_int(random_state, "random_state", minimum=0)
     if pool is not None:
         pool = check_int(pool, "pool", minimum=1)
         embeddings_pool = embeddings.most_frequent(pool) if pool < len(embeddings) else embeddings

@@ -226,6 +226,8 @@ def test_sample_words_is_public_uniform_and_reproducible(glove_5k):
     assert set(first) <= set(glove_5k.most_frequent(1000).words)
     with pytest.warns(UserWarning, match="pool holds 5000"):
         assert len(sample_words(glove_5k, 10**6)) == len(glove_5k)
+    with pytest.raises(ValueError, match="random_state must be >= 0"):  # (`dxp calibrate
+        sample_words(glove_5k, 5, random_state=-1)  # --word-seed -1`: 'unexpected' error)
 
 
 # -- CLI and figures -------------------------------------------------------------------------
