@@ -73,8 +73,8 @@ def main() -> None:
     start = time.perf_counter()
     clean_tokens, private_tokens, records = [], [], []
     for doc in nlp.pipe(posts, batch_size=64):
-        clean_tokens.append([token.lower_ for token in doc])
-        private_tokens.append([token._.dxp_text for token in doc])
+        clean_tokens.append([token.lower_ for token in doc if token.text.strip()])
+        private_tokens.append([token._.dxp_text for token in doc if token._.dxp_text.strip()])
         records.append(dxp.Guarantee.from_dict(doc._.dxp_guarantee))
     seconds = time.perf_counter() - start
     total = dxp.Guarantee.combine(records)
