@@ -187,6 +187,19 @@ def test_keyed_vectors_files_in_gensims_own_format(tmp_path):
     assert table.words == ("cat", "dog") and table.dim == 3
 
 
+@pytest.mark.parametrize("header", ["", "3 2\n"], ids=["glove", "word2vec"])
+def test_a_text_row_of_the_wrong_length_is_refused(tmp_path, header):
+    """gensim spread a one-value row over every dimension ('sun 7' -> [7, 7])."""
+    path = tmp_path / "vectors.txt"
+    path.write_text(header + "cat 1 0\nsun 7\ndog 0 1\n")
+    line = 2 if not header else 3
+    with pytest.raises(ValueError, match=f"line {line}: 1 values, expected 2"):
+        dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=not header)
+    # rows past vocab_size are not read
+    table = dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=not header, vocab_size=1)
+    assert table.words == ("cat",)
+
+
 def test_spacy_vectors_loader_keeps_the_first_rows():
     from spacy.strings import StringStore
     from spacy.vectors import Vectors

@@ -82,6 +82,20 @@ def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         partial.unlink(missing_ok=True)
 
 
+def _check_text_rows(path: Path, dim: int, no_header: bool, limit: int | None) -> None:
+    """ValueError naming the first row of a word2vec/GloVe text file without ``dim`` values
+    (PRIVACY.md 26): gensim spreads a single value over every dimension instead."""
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        if not no_header:
+            next(lines, None)
+        for number, line in enumerate(lines, 1 if no_header else 2):
+            if limit is not None and number > limit + (0 if no_header else 1):
+                break
+            values = line.rstrip().count(" ")
+            if values != dim:
+                raise ValueError(f"{path}, line {number}: {values} values, expected {dim}")
+
+
 def load_keyed_vectors(
     keyed_vectors: Any = None,
     *,
@@ -125,6 +139,8 @@ def load_keyed_vectors(
                         f"{path} has no word2vec header line (vocabulary size, dimension); "
                         "GloVe text files have none: pass no_header=True"
                     ) from None
+            if not binary:
+                _check_text_rows(path, keyed_vectors.vector_size, no_header, vocab_size)
     if not isinstance(keyed_vectors, KeyedVectors):
         hint = (
             " (for a Word2Vec or FastText model pass model.wv)"
