@@ -362,6 +362,33 @@ def test_bytes_round_trip_stores_configuration_only():
     assert different.settings.epsilon == 1.0
 
 
+def test_a_full_precision_epsilon_survives_saving(tmp_path):
+    """srsly wrote ln 3 as 1.0986122887, which the settings check then refused on load."""
+    import math
+
+    import srsly
+
+    nlp = make_nlp(epsilon=math.log(3))
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline").get_pipe("dxp_privatizer")
+    assert loaded.settings.epsilon == math.log(3)
+    other = make_nlp(epsilon=math.log(3)).get_pipe("dxp_privatizer")
+    other.from_bytes(nlp.get_pipe("dxp_privatizer").to_bytes())
+    # a file of the previous version, rounded by srsly, still loads (at the exact value)
+    state = nlp.get_pipe("dxp_privatizer")._state()
+    other._load_state(srsly.json_loads(srsly.json_dumps(state)))
+    assert other.settings.epsilon == math.log(3)
+
+
+def test_a_component_pickled_by_the_previous_version_loads():
+    privatizer = make_nlp().get_pipe("dxp_privatizer")
+    state = privatizer.__getstate__()
+    state["accountant"] = state.pop("_accountant")  # the attribute's old name
+    restored = Privatizer.__new__(Privatizer)
+    restored.__setstate__(state)
+    assert restored.accountant is state["_accountant"]
+
+
 def test_spacy_load_overrides_are_not_undone_by_the_saved_settings(tmp_path):
     make_nlp(epsilon=10.0).to_disk(tmp_path)
     overrides = {"components.dxp_privatizer.epsilon": 1.0}

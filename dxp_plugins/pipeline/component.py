@@ -18,6 +18,7 @@ processed, so its pickles carry none (``nlp.to_bytes()`` does: see docs/front-do
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -246,7 +247,9 @@ class Privatizer:
         if not isinstance(state, dict) or state.get("format") != _FORMAT:
             raise ValueError("not a saved dxp_privatizer configuration (unknown format)")
         saved, current = state["config"], self.cfg
-        if saved != current:
+        # Files of earlier versions hold floats rounded by srsly (~10 digits: ln 3 came back
+        # as 1.0986122887): those match the configured value they were written from.
+        if saved != current and saved != srsly.json_loads(srsly.json_dumps(current)):
             # Loading settings over different ones silently undid spacy.load(config=...)
             # overrides and edited config.cfg files (epsilon 1 asked, 10 used): refuse.
             changed = sorted(
@@ -268,23 +271,27 @@ class Privatizer:
 
     def to_bytes(self, *, exclude: Iterable[str] = ()) -> bytes:
         """The configuration as bytes."""
-        data: bytes = util.to_bytes({"cfg": lambda: srsly.json_dumps(self._state())}, exclude)
+        # The standard json module: its floats round-trip exactly (srsly's do not).
+        data: bytes = util.to_bytes({"cfg": lambda: json.dumps(self._state()).encode()}, exclude)
         return data
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = ()) -> Privatizer:
         """Restore the configuration saved by :meth:`to_bytes`."""
-        util.from_bytes(
-            bytes_data, {"cfg": lambda b: self._load_state(srsly.json_loads(b))}, exclude
-        )
+        util.from_bytes(bytes_data, {"cfg": lambda b: self._load_state(json.loads(b))}, exclude)
         return self
 
     def to_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> None:
         """Write the configuration to ``path/cfg`` (JSON)."""
-        util.to_disk(path, {"cfg": lambda p: srsly.write_json(p, self._state())}, exclude)
+        util.to_disk(path, {"cfg": self._write_state}, exclude)
+
+    def _write_state(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(self._state()))
 
     def from_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> Privatizer:
         """Restore the configuration saved by :meth:`to_disk`."""
-        util.from_disk(path, {"cfg": lambda p: self._load_state(srsly.read_json(p))}, exclude)
+        util.from_disk(
+            path, {"cfg": lambda p: self._load_state(json.loads(Path(p).read_text()))}, exclude
+        )
         return self
 
     # -- pickling (spawned workers): configuration and randomness policy, no mechanism ----------
@@ -297,6 +304,8 @@ class Privatizer:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "accountant" in state:  # pickled by a version with a plain attribute
+            state["_accountant"] = state.pop("accountant")
         self.__dict__.update(state)
         self._select = self.settings.selector()
         _install_extension(Token, self.token_attr)
