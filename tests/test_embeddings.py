@@ -200,6 +200,21 @@ def test_a_text_row_of_the_wrong_length_is_refused(tmp_path, header):
     assert table.words == ("cat",)
 
 
+def test_text_files_gensim_reads_still_load(tmp_path):
+    """The row check reads files as gensim does: compressed, a blank line after the rows a
+    header announces, a carriage return inside a word."""
+    import gzip
+
+    files = {
+        "v.txt.gz": gzip.compress(b"2 2\ncat 1 0\ndog 0 1\n"),
+        "blank.txt": b"2 2\ncat 1 0\ndog 0 1\n\n",
+        "cr.txt": b"2 2\nc\rat 1 0\ndog 0 1\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        assert len(dxp.load_embeddings("keyed-vectors.v1", path=tmp_path / name)) == 2, name
+
+
 def test_spacy_vectors_loader_keeps_the_first_rows():
     from spacy.strings import StringStore
     from spacy.vectors import Vectors

@@ -6,6 +6,7 @@ Each loader is a cheap function (no data at import time) that returns an
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from collections.abc import Callable
@@ -82,16 +83,19 @@ def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         partial.unlink(missing_ok=True)
 
 
-def _check_text_rows(path: Path, dim: int, no_header: bool, limit: int | None) -> None:
-    """ValueError naming the first row of a word2vec/GloVe text file without ``dim`` values
-    (PRIVACY.md 26): gensim spreads a single value over every dimension instead."""
-    with open(path, encoding="utf-8", errors="replace") as lines:
+def _check_text_rows(path: Path, dim: int, no_header: bool, rows: int) -> None:
+    """ValueError naming the first of the ``rows`` vectors gensim read from a word2vec/GloVe
+    text file that does not hold ``dim`` values (PRIVACY.md 26): gensim spreads a single
+    value over every dimension instead. Read as gensim reads it (compressed files too,
+    lines split at newline only, UTF-8)."""
+    from gensim import utils
+
+    with utils.open(str(path), "rb") as lines:
         if not no_header:
             next(lines, None)
-        for number, line in enumerate(lines, 1 if no_header else 2):
-            if limit is not None and number > limit + (0 if no_header else 1):
-                break
-            values = line.rstrip().count(" ")
+        first = 1 if no_header else 2
+        for number, line in enumerate(itertools.islice(lines, rows), first):
+            values = line.decode("utf-8", errors="replace").rstrip().count(" ")
             if values != dim:
                 raise ValueError(f"{path}, line {number}: {values} values, expected {dim}")
 
@@ -140,7 +144,8 @@ def load_keyed_vectors(
                         "GloVe text files have none: pass no_header=True"
                     ) from None
             if not binary:
-                _check_text_rows(path, keyed_vectors.vector_size, no_header, vocab_size)
+                rows = len(keyed_vectors)
+                _check_text_rows(path, keyed_vectors.vector_size, no_header, rows)
     if not isinstance(keyed_vectors, KeyedVectors):
         hint = (
             " (for a Word2Vec or FastText model pass model.wv)"
