@@ -18,6 +18,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import sys
 import threading
 import warnings
@@ -426,6 +427,14 @@ def _kept_fields(args: argparse.Namespace) -> list[str]:
     return kept
 
 
+def _readable_input(path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
 def _open_inputs(files: Sequence[str]) -> Generator[tuple[str, IO[bytes]], None, None]:
     """Each input in turn, one open at a time (all at once ran out of file descriptors
     on ~1,000 files)."""
@@ -501,9 +510,11 @@ def _privatize(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         raise CLIError("--batch-size must be >= 1")
-    for name in args.files:  # FIFOs and <(...) are readable; directories and nothing not
-        if name != "-" and (Path(name).is_dir() or not Path(name).exists()):
+    for name in args.files:  # before any output: files, FIFOs and <(...) only
+        if name != "-" and not _readable_input(Path(name)):
             reason = "is a directory" if Path(name).is_dir() else "no such file"
+            if Path(name).exists() and not Path(name).is_dir():
+                reason = "not a file, FIFO or character device"
             raise CLIError(f"cannot read {name}: {reason}")
     _check_targets(args)
     _jsonl_options(args)
@@ -554,7 +565,8 @@ def _privatize(args: argparse.Namespace) -> int:
                     where = _place(label, batch[error.document][0])
                     raise CLIError(
                         f"{where}: {error.length:,} characters, more than the max_length of "
-                        f"--spacy-model ({error.limit:,}) that --pos/--entities need whole"
+                        f"--spacy-model ({error.limit:,}) that --pos, --entities and "
+                        f"--token-filter need whole"
                     ) from None
                 except OOVError as error:  # its document index is relative to this batch
                     if error.document is None:

@@ -295,6 +295,9 @@ def _describe(function: Any) -> str:
             shown += [f"{name}={value!r}" for name, value in function.keywords.items()]
             return f"partial({', '.join([_describe(function.func), *shown])})"
         return f"partial({_describe(function.func)}, ...)#{_serial(function)}"
+    owner = getattr(function, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        return _method_name(function, owner)  # named by its object: no memo of the method
     with _SERIALS_LOCK:
         named = _NAMES.get(id(function))
     if named is not None:  # named once, named so for good (even if later redefined)
@@ -304,12 +307,14 @@ def _describe(function: Any) -> str:
         return _NAMES.setdefault(id(function), (function, name))[1]
 
 
+def _method_name(method: Any, owner: Any) -> str:
+    """A bound method (a new object at each attribute access) by its object and name."""
+    name = getattr(method, "__name__", "method")
+    base = _import_path(owner)
+    return f"{base}.{name}" if base else f"{type(owner).__qualname__}#{_serial(owner)}.{name}"
+
+
 def _first_name(function: Any) -> str:
-    owner = getattr(function, "__self__", None)
-    if owner is not None and not isinstance(owner, types.ModuleType):  # a bound method
-        name = getattr(function, "__name__", "method")
-        base = _import_path(owner)
-        return f"{base}.{name}" if base else f"{type(owner).__qualname__}#{_serial(owner)}.{name}"
     path = _import_path(function)
     if path:
         return path

@@ -387,8 +387,8 @@ def _privatize_batch(
     blank = [is_invisible(text) for text in texts]
     if nlp is not None:  # a tagging pipeline reads each text whole: say so before spaCy does
         limit = getattr(nlp, "max_length", None)
-        for position, text in enumerate(texts, start):
-            if limit is not None and len(text) > limit:
+        for position, (text, empty) in enumerate(zip(texts, blank, strict=True), start):
+            if limit is not None and len(text) > limit and not empty:  # blank: never read
                 raise TextTooLongError(document=position, length=len(text), limit=limit)
     with forgetting(blank_pipeline() if nlp is None else nlp):
         docs = [

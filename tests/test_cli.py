@@ -567,6 +567,20 @@ def test_a_fifo_is_a_readable_input(tmp_path, capsys):
     assert code == 0 and out.count("\n") == 1, err
 
 
+def test_inputs_that_are_not_files_are_refused_before_any_output(tmp_path, capsys):
+    import socket
+
+    first, sock = tmp_path / "a.txt", tmp_path / "s.sock"
+    first.write_text("the team\n")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock))
+    try:
+        code, out, err = run(["privatize", first, sock, "-e", 300, *FAST], capsys)
+    finally:
+        server.close()
+    assert code == 1 and out == "" and "not a file, FIFO or character device" in err
+
+
 def test_a_reader_that_leaves_early_is_not_success(tmp_path):
     """`dxp privatize ... --report r.json | head -1` exited 0 without writing the report."""
     source, report = tmp_path / "in.txt", tmp_path / "report.json"
@@ -592,5 +606,5 @@ def test_a_document_too_long_for_the_tagger_is_named(tmp_path, capsys, monkeypat
     assert code == 1 and out == ""
     assert err == (
         f"dxp: error: {source}, line 2: 69 characters, more than the max_length of "
-        "--spacy-model (40) that --pos/--entities need whole\n"
+        "--spacy-model (40) that --pos, --entities and --token-filter need whole\n"
     )

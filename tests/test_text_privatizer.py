@@ -312,3 +312,4 @@ def test_a_text_too_long_for_the_tagger_is_refused_clearly(glove_5k, monkeypatch
     with pytest.raises(dxp.TextTooLongError, match=r"text 1 has 45 characters.*\(40\)"):
         privatizer.transform(["the team", "x" * 45])
     assert privatizer.accountant_.spent == 0
+    assert privatizer.transform([" " * 45, "\u200b" * 45]) == ["", ""]  # never read by spaCy
