@@ -220,29 +220,58 @@ class HNSWIndex(NeighborIndex):
         self._disk_cache = bool(disk_cache)
         super().__init__(table)
 
-    def _cache_path(self) -> Path:
+    def _cache_path(self) -> Path | None:
+        """The cached graph's file, or None when the cache folder cannot be made."""
         from ._cache import cache_dir
 
         name = f"hnsw-{self._fingerprint[:32]}-m{self._m}-efc{self._ef_construction}.faiss"
-        return cache_dir("indexes") / name
+        try:
+            return cache_dir("indexes") / name
+        except OSError:
+            return None
 
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
-        """Build the graph, or read the copy a previous run stored (public data only)."""
+        """Build the graph, or read the copy a previous run stored (public data only).
+
+        The cache is an optimisation: an unreadable, truncated or foreign file is rebuilt
+        (a stored graph is used only if it holds these very vectors), and a folder that
+        cannot be written leaves the graph in memory.
+        """
         path = self._cache_path() if self._disk_cache else None
-        index = None
-        if path is not None and path.exists():
-            index = faiss.read_index(str(path))
-            if index.ntotal != len(vectors) or index.d != vectors.shape[1]:
-                index = None  # stale or foreign file: rebuild
+        index = self._read_cached(faiss, path, vectors) if path is not None else None
         if index is None:
             index = faiss.IndexHNSWFlat(vectors.shape[1], self._m)
             index.hnsw.efConstruction = self._ef_construction
             index.add(vectors)
             if path is not None:
-                partial = path.with_suffix(f".{os.getpid()}.tmp")
-                faiss.write_index(index, str(partial))
-                os.replace(partial, path)
+                partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                try:
+                    faiss.write_index(index, str(partial))
+                    os.replace(partial, path)
+                except (OSError, RuntimeError):  # read-only or full: keep it in memory
+                    pass
+                finally:
+                    partial.unlink(missing_ok=True)
         index.hnsw.efSearch = self._ef_search
+        return index
+
+    @staticmethod
+    def _read_cached(faiss: Any, path: Path, vectors: np.ndarray) -> Any:
+        """The stored graph if it is an HNSW graph over exactly ``vectors``, else None."""
+        if not path.exists():
+            return None
+        try:
+            index = faiss.read_index(str(path))
+        except (OSError, RuntimeError):
+            return None
+        if not hasattr(index, "hnsw") or (index.ntotal, index.d) != vectors.shape:
+            return None  # e.g. a flat index, or a graph of another size
+        storage = faiss.downcast_index(index.storage)
+        if not hasattr(storage, "get_xb"):  # not a flat store of the vectors themselves
+            return None
+        stored = faiss.rev_swig_ptr(storage.get_xb(), index.ntotal * index.d)  # a view
+        if not np.array_equal(stored.reshape(index.ntotal, index.d), vectors):
+            return None  # another table's graph under this name
         return index
 
     def _nearest(self, queries: np.ndarray) -> np.ndarray:

@@ -160,3 +160,32 @@ def test_hnsw_disk_cache_can_be_disabled(glove_5k, tmp_path, monkeypatch):
     monkeypatch.setenv("DXP_CACHE", str(tmp_path))
     HNSWIndex(glove_5k, m=8, ef_construction=20, disk_cache=False)
     assert not (tmp_path / "indexes").exists() or not any((tmp_path / "indexes").iterdir())
+
+
+def test_a_bad_hnsw_cache_is_rebuilt_never_used(glove_5k, tmp_path, monkeypatch):
+    """The cached file was trusted: garbage or a flat index crashed every later run, and a
+    graph of other vectors of the same shape was used (agreement with exact search 0)."""
+    import faiss
+
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    path = HNSWIndex(glove_5k, m=8, ef_construction=20)._cache_path()
+    assert path is not None and path.exists()
+    queries = glove_5k.vectors[:200]
+    other = faiss.IndexHNSWFlat(glove_5k.dim, 8)
+    other.add(np.random.default_rng(0).standard_normal(glove_5k.vectors.shape, dtype=np.float32))
+    for bad in (b"garbage", faiss.IndexFlatL2(glove_5k.dim), other):
+        if isinstance(bad, bytes):
+            path.write_bytes(bad)
+        else:
+            faiss.write_index(bad, str(path))
+        index = HNSWIndex(glove_5k, m=8, ef_construction=20)
+        assert np.mean(index.search_raw(queries) == np.arange(200)) > 0.95
+    assert faiss.read_index(str(path)).ntotal == len(glove_5k)  # replaced by a good graph
+
+
+def test_an_unusable_cache_folder_keeps_the_graph_in_memory(glove_5k, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("DXP_CACHE", str(blocker / "cache"))  # cannot be created
+    index = HNSWIndex(glove_5k, m=8, ef_construction=20)
+    assert np.mean(index.search_raw(glove_5k.vectors[:100]) == np.arange(100)) > 0.95
