@@ -80,8 +80,45 @@ def test_privatizing_never_changes_the_fingerprint(glove_5k):
     vectors_before = glove_5k.vectors.copy()
     dxp.Madlib(glove_5k, epsilon=5).privatize(["hockey", "unseenwordxyz"] * 50)
     assert glove_5k.fingerprint == before
-    assert EmbeddingTable(glove_5k.words, glove_5k.vectors).fingerprint == before
+    rank = glove_5k.frequency_rank
+    same = EmbeddingTable(glove_5k.words, glove_5k.vectors, frequency_rank=rank)
+    assert same.fingerprint == before
+    # the rank decides most_frequent, frequency groupings and weights: part of the table
+    assert EmbeddingTable(glove_5k.words, glove_5k.vectors).fingerprint != before
     np.testing.assert_array_equal(glove_5k.vectors, vectors_before)
+
+
+@pytest.mark.parametrize(
+    ("word", "reason"),
+    [
+        ("new york", "whitespace"),
+        ("\n", "whitespace"),
+        ("a\x00b", "NUL"),
+        ("\u200b", "invisible"),
+        ("\ud800", "surrogate"),
+    ],
+)
+def test_words_no_text_can_hold_are_refused(word, reason):
+    """They were accepted and then released: 'cat cat' came out with a newline, a zero-width
+    space or 'new york' (one token become two); NUL-joined words could share a fingerprint."""
+    with pytest.raises(ValueError, match=reason):
+        EmbeddingTable(["cat", word], np.eye(2))
+    with pytest.raises(TypeError, match="not one str"):
+        EmbeddingTable("ab", np.eye(2))
+
+
+def test_loaders_drop_words_no_text_can_hold():
+    kv = KeyedVectors(vector_size=2)
+    kv.add_vectors(["cat", "new york", "\u200b", "dog"], np.eye(4, 2, dtype=np.float32))
+    with pytest.warns(UserWarning, match="dropped 2 word"):
+        table = dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=kv)
+    assert table.words == ("cat", "dog")
+
+
+def test_the_fingerprint_covers_the_rank():
+    ranked = [EmbeddingTable(["a", "b"], np.eye(2), frequency_rank=r) for r in ([0, 1], [1, 0])]
+    assert ranked[0].most_frequent(1).words != ranked[1].most_frequent(1).words
+    assert ranked[0].fingerprint != ranked[1].fingerprint
 
 
 def test_the_unk_point_is_the_centroid():
@@ -160,8 +197,10 @@ def test_keyed_vectors_loader_from_file_and_object():
     kv.add_vectors(list(from_file.words), from_file.vectors)
     from_object = dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=kv)
     assert from_file.words == tuple(kv.index_to_key)
-    assert from_file.fingerprint == from_object.fingerprint
     assert from_file.frequency_rank is not None and from_object.frequency_rank is None
+    assert from_file.fingerprint != from_object.fingerprint  # the rank is part of the table
+    ranked = dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=kv, frequency_ordered=True)
+    assert from_file.fingerprint == ranked.fingerprint
     assert (
         len(dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True, vocab_size=5)) == 5
     )
@@ -212,7 +251,12 @@ def test_text_files_gensim_reads_still_load(tmp_path):
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
-        assert len(dxp.load_embeddings("keyed-vectors.v1", path=tmp_path / name)) == 2, name
+        if name == "cr.txt":  # read, then dropped by the table: "c\rat" is no one token
+            with pytest.warns(UserWarning, match="dropped 1 word"):
+                table = dxp.load_embeddings("keyed-vectors.v1", path=tmp_path / name)
+            assert table.words == ("dog",)
+        else:
+            assert len(dxp.load_embeddings("keyed-vectors.v1", path=tmp_path / name)) == 2
 
 
 def test_spacy_vectors_loader_keeps_the_first_rows():

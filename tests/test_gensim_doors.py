@@ -43,7 +43,7 @@ def layout(text: str) -> str:
 
 def test_keyed_vectors_through_all_three_doors(tmp_path):
     kv = keyed_vectors()
-    table = dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=kv)
+    table = dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=kv, frequency_ordered=True)
     assert table.fingerprint == dxp.load_embeddings("keyed-vectors.v1", **GLOVE_PARAMS).fingerprint
 
     docs = list(private_nlp(2.0).pipe(TEXTS))

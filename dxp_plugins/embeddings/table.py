@@ -8,13 +8,15 @@ the lifetime of the object, and privatizing never changes it.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._normalize import normalize_word
+from .._normalize import INVISIBLE, normalize_word
 from .._validation import check_int, check_matrix
+from ..errors import warn
 
 if TYPE_CHECKING:
     from gensim.models import KeyedVectors
@@ -53,10 +55,16 @@ class EmbeddingTable:
         name: str | None = None,
         copy: bool = True,
     ) -> None:
+        if isinstance(words, str):
+            raise TypeError("words must be a sequence of strings, not one str")
         word_tuple = tuple(words)
         for position, word in enumerate(word_tuple):
             if not isinstance(word, str) or not word:
                 raise ValueError(f"words must be non-empty strings (row {position} is not)")
+        bad = unusable_words(word_tuple)
+        if bad:
+            position, reason = bad[0]
+            raise ValueError(f"row {position}: a word must not {reason} (PRIVACY.md 26)")
         if len(set(word_tuple)) != len(word_tuple):
             raise ValueError("words must be unique")
         matrix = check_matrix(vectors)
@@ -116,12 +124,18 @@ class EmbeddingTable:
 
     @property
     def fingerprint(self) -> str:
-        """SHA-256 over the shape, the words (UTF-8, NUL-separated) and the float32 vectors."""
+        """SHA-256 over the shape, the words (UTF-8, NUL-separated: no word holds NUL), the
+        float32 vectors and the frequency rank (it decides ``most_frequent``, frequency
+        groupings and weights, so two tables that differ only there are different)."""
         if self._fingerprint is None:
             digest = hashlib.sha256()
-            digest.update(f"dxp-embeddings-v1:{len(self)}x{self.dim}:".encode())
+            digest.update(f"dxp-embeddings-v2:{len(self)}x{self.dim}:".encode())
             digest.update("\0".join(self._words).encode("utf-8"))
             digest.update(self._vectors.data)
+            if self._rank is None:
+                digest.update(b"rank:none")
+            else:
+                digest.update(b"rank:" + self._rank.astype("<i8").tobytes())
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
 
@@ -222,8 +236,12 @@ class EmbeddingTable:
         GloVe and word2vec files).
         """
         words = list(keyed_vectors.index_to_key)
+        vectors = keyed_vectors.vectors
+        keep = _usable_rows(words, "KeyedVectors")
+        if keep is not None:
+            words, vectors = [words[row] for row in keep], vectors[keep]
         rank = np.arange(len(words)) if frequency_ordered else None
-        return cls(words, keyed_vectors.vectors, frequency_rank=rank, name=name)
+        return cls(words, vectors, frequency_rank=rank, name=name)
 
     @classmethod
     def from_spacy(cls, vectors: Any, *, name: str | None = None) -> EmbeddingTable:
@@ -245,9 +263,61 @@ class EmbeddingTable:
             ) from None
         if not pairs:
             raise ValueError("the spaCy vectors table is empty")
+        keep = _usable_rows([word for _, word in pairs], "spaCy vectors")
+        if keep is not None:
+            pairs = [pairs[row] for row in keep]
         rows = np.fromiter((row for row, _ in pairs), dtype=np.int64, count=len(pairs))
         data = np.asarray(vectors.data)
         return cls([word for _, word in pairs], data[rows], name=name)
+
+
+_WHITESPACE_OR_NUL = re.compile(r"[\s\x00]")
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
+
+
+def unusable_words(words: Sequence[str]) -> list[tuple[int, str]]:
+    """(row, reason) of each word no text could ever look up or write back as one token:
+    holding whitespace or NUL, nothing but invisible characters, or not UTF-8 encodable
+    (a lone surrogate). Fast when there are none (one scan of the joined words)."""
+    joined = "".join(words)
+    clean = _WHITESPACE_OR_NUL.search(joined) is None and _INVISIBLE.search(joined) is None
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        clean = False
+    if clean:
+        return []
+    found = []
+    for position, word in enumerate(words):
+        if _WHITESPACE_OR_NUL.search(word):
+            found.append((position, "contain whitespace or NUL"))
+        elif _has_surrogate(word):
+            found.append((position, "be invalid Unicode (a lone surrogate)"))
+        elif not normalize_word(word):
+            found.append((position, "be only invisible characters"))
+    return found
+
+
+def _has_surrogate(word: str) -> bool:
+    try:
+        word.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _usable_rows(words: Sequence[str], source: str) -> list[int] | None:
+    """Rows to keep of a loaded table (None: all), warning about the dropped ones."""
+    bad = unusable_words(words)
+    if not bad:
+        return None
+    warn(
+        f"{source}: dropped {len(bad)} word(s) that no text can look up as one token "
+        f"(whitespace, NUL, invisible only or invalid Unicode), e.g. row {bad[0][0]}",
+        UserWarning,
+    )
+    dropped = {position for position, _ in bad}
+    return [row for row in range(len(words)) if row not in dropped]
 
 
 def _immutable(matrix: np.ndarray) -> np.ndarray:
