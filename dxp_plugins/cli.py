@@ -511,10 +511,15 @@ def _privatize(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise CLIError("--batch-size must be >= 1")
     for name in args.files:  # before any output: files, FIFOs and <(...) only
-        if name != "-" and not _readable_input(Path(name)):
-            reason = "is a directory" if Path(name).is_dir() else "no such file"
-            if Path(name).exists() and not Path(name).is_dir():
-                reason = "not a file, FIFO or character device"
+        path = Path(name)
+        if name != "-" and not _readable_input(path):
+            reason = (
+                "is a directory"
+                if path.is_dir()
+                else "not a file, FIFO or character device"
+                if path.exists()
+                else "no such file"
+            )
             raise CLIError(f"cannot read {name}: {reason}")
     _check_targets(args)
     _jsonl_options(args)

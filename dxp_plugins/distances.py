@@ -264,7 +264,7 @@ class Angular(Metric):
         )
 
 
-#: Lambdas, local functions and callable objects seen as metrics, numbered in order: an
+#: Objects named by a number (lambdas, callable objects, methods' objects, partials), in order: an
 #: address could be reused once the object is gone, a number never is (they are kept).
 _SERIALS: dict[int, tuple[Any, int]] = {}
 _SERIALS_LOCK = threading.Lock()

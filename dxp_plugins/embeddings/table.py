@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._normalize import INVISIBLE, normalize_word
-from .._validation import check_int, check_matrix
+from .._validation import check_int, check_matrix, check_text
 from ..errors import warn
 
 if TYPE_CHECKING:
@@ -280,30 +280,26 @@ def unusable_words(words: Sequence[str]) -> list[tuple[int, str]]:
     holding whitespace or NUL, nothing but invisible characters, or not UTF-8 encodable
     (a lone surrogate). Fast when there are none (one scan of the joined words)."""
     joined = "".join(words)
-    clean = _WHITESPACE_OR_NUL.search(joined) is None and _INVISIBLE.search(joined) is None
-    try:
-        joined.encode("utf-8")
-    except UnicodeEncodeError:
-        clean = False
-    if clean:
+    if not (_WHITESPACE_OR_NUL.search(joined) or _INVISIBLE.search(joined)) and _is_utf8(joined):
         return []
     found = []
     for position, word in enumerate(words):
         if _WHITESPACE_OR_NUL.search(word):
             found.append((position, "contain whitespace or NUL"))
-        elif _has_surrogate(word):
+        elif not _is_utf8(word):
             found.append((position, "be invalid Unicode (a lone surrogate)"))
         elif not normalize_word(word):
             found.append((position, "be only invisible characters"))
     return found
 
 
-def _has_surrogate(word: str) -> bool:
+def _is_utf8(text: str) -> bool:
+    """No lone surrogate (the check every text input gets, :func:`check_text`)."""
     try:
-        word.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+        check_text(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _usable_rows(words: Sequence[str], source: str) -> list[int] | None:

@@ -57,18 +57,16 @@ def _wide_dtype(dtype: np.dtype) -> type | None:
 
 def _check_duplicate_totals(X: Any) -> None:
     """Sparse input that may repeat an entry (COO, non-canonical CSR/CSC): each document's
-    total in float64 before scipy sums the duplicates in the input's integer type, where
-    2**63 + 2**63 wrapped to 0."""
+    total checked in float64 (:func:`check_totals`) before scipy sums the duplicates in the
+    input's integer type, where 2**63 + 2**63 wrapped to 0."""
     if not (X.format == "coo" or (X.format in ("csr", "csc") and not X.has_canonical_format)):
         return
     coo = X.tocoo()
-    if coo.nnz == 0 or not np.issubdtype(coo.data.dtype, np.number):
+    if not np.issubdtype(coo.data.dtype, np.number):
         return
     magnitude = np.abs(coo.data.astype(np.float64))
-    if np.bincount(coo.row, weights=magnitude, minlength=coo.shape[0]).max() >= MAX_TOTAL:
-        raise ValueError(
-            "counts are too large: each document's total count must stay below 2**62 (int64 range)"
-        )
+    summed = sp.csr_matrix((magnitude, (coo.row, coo.col)), shape=coo.shape)  # in float64
+    check_totals(summed, 1, "each document's total count")
 
 
 def check_counts(X: Any, n_features: int | None = None) -> sp.csr_matrix:
