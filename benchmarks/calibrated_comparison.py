@@ -63,7 +63,6 @@ def main() -> None:
             epsilons=grid,
             refine=4,
             n_samples=args.samples,
-            random_state=0,
         )
         if choice.epsilon is None:
             print(f"{name}: no epsilon in {grid} meets the target", file=sys.stderr)

@@ -105,7 +105,7 @@ def main() -> None:
             ("madlib", dxp.Madlib(table, epsilon)),
             ("brr", dxp.BRR(table, brr_epsilon(epsilon), n_bits=args.n_bits)),
         ):
-            summary = plausible_deniability(mech, words, args.samples, n_bootstrap=0).summary()
+            summary = plausible_deniability(mech, words, args.samples).summary()
             deniability.append(summary)
             pd_rows.append(
                 [

@@ -54,7 +54,7 @@ How this compares with the paper (qualitative: its exact values are not restated
   with a wide spread between words at intermediate epsilon (words in dense regions of the
   embedding keep N_w low longer). Deviations: S_w here is the smallest output set holding
   1 - eta of the mass, estimated from the draws (a plug-in that cannot exceed the number of
-  draws, so it saturates at small epsilon, and is biased low), and the default uses fewer
+  draws, so it saturates at small epsilon, and is mostly low), and the default uses fewer
   words and draws than --full and approximate (HNSW) search on the 400k table.
 * Figs. 3-4 -- a smaller vocabulary (10k) keeps words more often at the same epsilon than
   100k or 400k; 100k and 400k are almost identical (the extra rare words lie away from the
@@ -94,7 +94,7 @@ def deniability(
     results = []
     for epsilon in epsilons:
         mech = dxp.Madlib(table, epsilon, index=index)
-        results.append(plausible_deniability(mech, words, samples, n_bootstrap=0, progress=None))
+        results.append(plausible_deniability(mech, words, samples, progress=None))
     return results
 
 
@@ -153,7 +153,6 @@ def main() -> None:
         refine=3,
         n_samples=samples,
         stop_at_failure=False,
-        random_state=0,
         progress=None,
         **TARGET,
     )

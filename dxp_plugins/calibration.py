@@ -15,7 +15,7 @@ with epsilon in opposite directions: N_w grows and S_w shrinks as epsilon grows.
 * :func:`plausible_deniability` -- N_w and S_w for a sample of words: exact from the
   mechanism's closed-form law (``mech.distribution(word)``: TEM, BRR on small codes) or by
   Monte Carlo (``mech.privatize_ids`` on all words x ``n_samples`` draws in a few batched
-  calls) with Clopper-Pearson intervals for N_w and bootstrap standard errors for S_w;
+  calls) with Clopper-Pearson confidence bounds for N_w and S_w;
 * :func:`choose_epsilon` -- the paper's Section 4.1 procedure: the largest epsilon whose
   worst case over a word sample meets a target such as ``max N_w <= 0.5`` and
   ``min S_w >= 50`` (a grid, then bisection, using the monotonicity in epsilon);
@@ -96,12 +96,9 @@ def support_size(probabilities: np.ndarray, eta: float) -> int:
     return int(min(np.searchsorted(cumulative, target, side="left") + 1, len(p)))
 
 
-def _sampled_support(draws: np.ndarray, eta: float) -> tuple[np.ndarray, np.ndarray]:
-    """Plug-in S_w and the number of distinct outputs for each row of ``draws`` (W x n).
-
-    The empirical law of a row puts mass ``count / n`` on each output seen; S_w is the
-    fewest outputs (most frequent first) whose counts reach ``(1 - eta) * n``.
-    """
+def _sampled_support(draws: np.ndarray, needed: float) -> tuple[np.ndarray, np.ndarray]:
+    """Fewest outputs (most frequent first) whose counts reach ``needed``, and the number of
+    distinct outputs, for each row of ``draws`` (W x n)."""
     words, n = draws.shape
     ordered = np.sort(draws, axis=1)
     starts = np.ones_like(ordered, dtype=bool)
@@ -116,11 +113,61 @@ def _sampled_support(draws: np.ndarray, eta: float) -> tuple[np.ndarray, np.ndar
     cumulative = np.cumsum(length)
     first = np.searchsorted(row, np.arange(words), side="left")
     before = cumulative - length - np.r_[0, cumulative][first][row]
-    target = (1.0 - eta) * n - 1e-9
-    needed = before < target
-    support = np.bincount(row[needed], minlength=words)
+    support = np.bincount(row[before < needed - 1e-9], minlength=words)
     distinct = np.bincount(row, minlength=words)
     return support.astype(np.int64), distinct.astype(np.int64)
+
+
+def _fewest_successes(trials: int, mass: float, alpha: float, upper: bool) -> int | None:
+    """Smallest count whose one-sided Clopper-Pearson bound (upper or lower) reaches
+    ``mass``, or None when even ``trials`` successes do not."""
+    from .audit import clopper_pearson
+
+    bounds = clopper_pearson(np.arange(trials + 1), trials, alpha)[1 if upper else 0]
+    reached = np.flatnonzero(bounds >= mass * (1.0 - 1e-12))
+    return int(reached[0]) if reached.size else None
+
+
+def _support_bounds(
+    draws: np.ndarray, eta: float, alpha: float, vocab_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Confidence bounds on the true S_w from ``draws`` (W x n), each holding with
+    probability >= 1 - alpha per word.
+
+    Lower: if T is the true top-S_w set, Pr[T] >= 1 - eta and its count is at most the count
+    of the sample's top S_w outputs, so the Clopper-Pearson upper bound of that count reaches
+    1 - eta: S_w is at least the fewest sample outputs whose count does. Upper (sample
+    split): the top outputs of the first half holding enough mass form a set A chosen
+    without the second half; when the second half's lower bound of Pr[A] reaches 1 - eta,
+    S_w <= |A|, else only the vocabulary size bounds it.
+    """
+    words, n = draws.shape
+    needed = _fewest_successes(n, 1.0 - eta, alpha, upper=True)
+    low = _sampled_support(draws, needed if needed is not None else n)[0]
+    high = np.full(words, vocab_size, dtype=np.int64)
+    half = n // 2
+    enough_first = _fewest_successes(half, 1.0 - eta, alpha, upper=False) if half else None
+    enough_second = _fewest_successes(n - half, 1.0 - eta, alpha, upper=False)
+    if enough_first is None or enough_second is None:
+        return np.maximum(low, 1), high
+    rows = np.arange(words, dtype=np.int64)[:, None]
+    keys, counts = np.unique(rows * vocab_size + draws[:, :half], return_counts=True)
+    key_row = keys // vocab_size
+    order = np.lexsort((keys, -counts, key_row))  # per row: most frequent first
+    start = np.searchsorted(key_row[order], np.arange(words))
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys)) - start[key_row[order]] + 1
+    cumulative = np.cumsum(counts[order])
+    within = cumulative - np.r_[0, cumulative][start][key_row[order]]
+    size = np.full(words, vocab_size, dtype=np.int64)
+    reached = within >= enough_first
+    np.minimum.at(size, key_row[order][reached], rank[order][reached])
+    second = rows * vocab_size + draws[:, half:]
+    position = np.minimum(np.searchsorted(keys, second), len(keys) - 1)
+    inside = (keys[position] == second) & (rank[position] <= size[:, None])
+    confirmed = np.count_nonzero(inside, axis=1) >= enough_second
+    high[confirmed] = size[confirmed]
+    return np.maximum(low, 1), high
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,16 +175,18 @@ class PlausibleDeniability:
     """N_w and S_w of one mechanism on a sample of words (:func:`plausible_deniability`).
 
     Arrays hold one entry per word. ``method`` is ``"exact"`` (intervals are points) or
-    ``"monte_carlo"`` (``n_samples`` draws per word; two-sided intervals at ``confidence``:
-    Clopper-Pearson for N_w; for S_w the plug-in value plus or minus its bootstrap standard
-    error times the normal quantile). ``distinct`` (Monte Carlo only) counts the distinct
-    outputs seen in the draws.
+    ``"monte_carlo"`` (``n_samples`` draws per word; each interval end is a one-sided
+    bound holding with probability ``(1 + confidence) / 2`` per word). ``distinct`` (Monte
+    Carlo only) counts the distinct outputs seen in the draws.
 
-    The Monte Carlo S_w is biased low: it never exceeds the distinct outputs seen (at most
-    ``n_samples``), and the most frequent outputs of a sample over-represent their true
-    mass. Its interval describes the sampling spread of that estimate, so ``s_w_low`` errs
-    on the side of caution for a ``min S_w`` target, while ``s_w_high`` is not an upper
-    bound of the true S_w when the output law has a long tail.
+    Monte Carlo N_w has Clopper-Pearson bounds. The plug-in S_w is the support of the
+    empirical law: mostly below the true S_w (it never exceeds the distinct outputs seen,
+    and a sample's most frequent outputs over-represent their mass) but sometimes above it.
+    ``s_w_low`` is a lower confidence bound: the fewest sample outputs whose count has a
+    Clopper-Pearson upper bound reaching ``1 - eta`` (the true top-S_w set holds that
+    mass and the sample's top S_w outputs hold at least its count). ``s_w_high`` splits
+    the draws: the first half picks the set, the second half confirms its mass; when
+    it cannot be confirmed (long tails, few draws) it is the vocabulary size.
     """
 
     mechanism: str
@@ -351,8 +400,6 @@ def plausible_deniability(
     *,
     method: str = "auto",
     confidence: float = 0.95,
-    n_bootstrap: int = 100,
-    random_state: int | None = None,
     progress: bool | None = False,
 ) -> PlausibleDeniability:
     """N_w and S_w of ``mech`` for each of ``words`` (Madlib paper, Section 4.1).
@@ -373,18 +420,17 @@ def plausible_deniability(
         ``mech.privatize_ids`` (charged to ``mech.accountant``); ``"auto"`` (default) is
         exact where the mechanism has a closed form.
     confidence:
-        Two-sided level of the Monte Carlo intervals (N_w: Clopper-Pearson, exact for the
-        binomial count; S_w: normal interval from the standard error over ``n_bootstrap``
-        resamples of the draws, 0 to skip).
-    random_state:
-        Seed of the bootstrap resampling only (the mechanism draws its own noise).
+        Two-sided level of the Monte Carlo intervals; each end is a one-sided bound at
+        ``(1 + confidence) / 2`` per word (N_w: Clopper-Pearson, exact for the binomial
+        count; S_w: see :class:`PlausibleDeniability`).
     progress:
         tqdm bar on stderr (None: when stderr is a terminal).
 
     Monte Carlo caveats: S_w is the plug-in value of the empirical law, so it cannot exceed
-    the number of distinct outputs seen and is biased low when the law has a long tail
+    the number of distinct outputs seen and is mostly low when the law has a long tail
     (measured on GloVe 5k with an exact law: 19% of the true S_w when that was ~4,000 and
-    n_samples = 1000; 62% when it was ~360). Use ``n_samples`` well above the S_w you
+    n_samples = 1000; 62% when it was ~360), but it is not a bound: it can also land above
+    the true value. Judge a target by ``s_w_low``. Use ``n_samples`` well above the S_w you
     target. With ``eta = 0`` it is the number of distinct outputs in ``n_samples`` draws.
     """
     from .audit import clopper_pearson
@@ -396,7 +442,6 @@ def plausible_deniability(
     eta = _check_eta(eta)
     check_choice(method, "method", METHODS)
     confidence = check_probability(confidence, "confidence")
-    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", minimum=0)
     table = mech.embeddings
     ids, names = _word_ids(table, words)
     first = None
@@ -450,19 +495,8 @@ def plausible_deniability(
     hits = np.count_nonzero(draws == ids[:, None], axis=1)
     alpha = (1.0 - confidence) / 2.0
     low, high = clopper_pearson(hits, n_samples, alpha)
-    s_w, distinct = _sampled_support(draws, eta)
-    s_low, s_high = s_w, s_w
-    if n_bootstrap:
-        rng = np.random.default_rng(random_state)  # resampling public draws, not noise
-        replicates = np.empty((n_bootstrap, len(ids)), dtype=np.int64)
-        for b in range(n_bootstrap):
-            picks = rng.integers(0, n_samples, size=draws.shape)
-            replicates[b] = _sampled_support(np.take_along_axis(draws, picks, axis=1), eta)[0]
-        from scipy.stats import norm
-
-        spread = float(norm.ppf(1.0 - alpha)) * replicates.std(axis=0)
-        s_low = np.maximum(np.floor(s_w - spread), 1).astype(np.int64)
-        s_high = np.ceil(s_w + spread).astype(np.int64)
+    s_w, distinct = _sampled_support(draws, (1.0 - eta) * n_samples)
+    s_low, s_high = _support_bounds(draws, eta, alpha, len(table))
     return PlausibleDeniability(
         method="monte_carlo",
         n_samples=n_samples,
@@ -532,8 +566,7 @@ class EpsilonChoice:
                     if self.conservative
                     else " (point estimates, no allowance for sampling error)"
                 )
-                + "; S_w from draws is biased low. Re-check a borderline choice with a fresh "
-                "word sample and more draws."
+                + ". Re-check a borderline choice with a fresh word sample and more draws."
             )
         if not self.monotone:
             text += " Warning: the evaluations were not monotone in epsilon."
@@ -608,8 +641,6 @@ def choose_epsilon(
     method: str = "auto",
     conservative: bool = True,
     confidence: float = 0.95,
-    n_bootstrap: int = 100,
-    random_state: int | None = None,
     progress: bool | None = False,
     stop_at_failure: bool = True,
 ) -> EpsilonChoice:
@@ -634,9 +665,8 @@ def choose_epsilon(
 
     With Monte Carlo (no closed form) and ``conservative=True`` each word is judged by the
     upper confidence bound of N_w and the lower bound of S_w; see :attr:`EpsilonChoice.caveat`.
-
-    ``random_state`` seeds the bootstrap of S_w only; for reproducible mechanism noise seed
-    the mechanisms too (``params={"random_state": 0}`` with a registry name).
+    For reproducible results seed the mechanisms (``params={"random_state": 0}`` with a
+    registry name).
     """
     if max_n_w is None and min_s_w is None:
         raise ValueError("give a target: max_n_w, min_s_w or both")
@@ -659,8 +689,6 @@ def choose_epsilon(
             eta,
             method=method,
             confidence=confidence,
-            n_bootstrap=n_bootstrap if conservative else 0,
-            random_state=random_state,
             progress=progress,
         )
         done[epsilon] = result

@@ -721,7 +721,6 @@ def _calibrate(args: argparse.Namespace) -> int:
         "n_samples": args.samples,
         "eta": args.eta,
         "method": args.method,
-        "random_state": args.word_seed,
         "progress": args.progress,  # None: a bar only when stderr is a terminal
     }
     choice = None
