@@ -261,7 +261,7 @@ class PlausibleDeniability:
             "min_s_w_word": self.words[worst_s],
             "share_n_w_above_half": float(np.mean(self.n_w > 0.5)),
             # H_inf is infinite for words never kept (N_w = 0): averaged over the others.
-            "mean_h_inf": _finite_or_none(float(np.mean(self.h_inf[self.n_w > 0])))
+            "mean_h_inf": finite_or_none(float(np.mean(self.h_inf[self.n_w > 0])))
             if np.any(self.n_w > 0)
             else None,
             "words_never_kept": int(np.sum(self.n_w == 0)),
@@ -290,7 +290,7 @@ class PlausibleDeniability:
             "s_w": self.s_w.tolist(),
             "s_w_low": self.s_w_low.tolist(),
             "s_w_high": self.s_w_high.tolist(),
-            "h_inf": [_finite_or_none(v) for v in self.h_inf.tolist()],
+            "h_inf": [finite_or_none(v) for v in self.h_inf.tolist()],
             "h_0": self.h_0.tolist(),
         }
         if self.distinct is not None:
@@ -334,7 +334,7 @@ class PlausibleDeniability:
         return text
 
 
-def _finite_or_none(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
@@ -445,8 +445,12 @@ def plausible_deniability(
     table = mech.embeddings
     ids, names = _word_ids(table, words)
     first = None
-    if method == "auto":
+    if method != "monte_carlo":
         first = _first_law(mech, int(ids[0]))
+        if first is None and method == "exact":
+            raise ValueError(
+                f"{mech.name} has no closed-form output law here: use method='monte_carlo'"
+            )
         method = "exact" if first is not None else "monte_carlo"
     common: dict[str, Any] = {
         "mechanism": mech.name,
@@ -743,8 +747,10 @@ def sample_words(
     """``n`` distinct words drawn uniformly from the ``pool`` most frequent (all by default;
     fewer, with a warning, when the pool is smaller than ``n``).
 
-    The vocabulary is public, so the sample needs no secure randomness; ``random_state``
-    makes it reproducible.
+    Only words that look up to their own row are drawn: a few rows (``ﬁrst``, ``…``) are
+    unreachable because normalisation (PRIVACY.md 21) sends their word to another row. The
+    vocabulary is public, so the sample needs no secure randomness; ``random_state`` makes
+    it reproducible.
     """
     if not isinstance(embeddings, EmbeddingTable):
         raise TypeError("embeddings must be an EmbeddingTable")
@@ -756,7 +762,11 @@ def sample_words(
         embeddings_pool = embeddings.most_frequent(pool) if pool < len(embeddings) else embeddings
     else:
         embeddings_pool = embeddings
-    size = len(embeddings_pool)
+    candidates = np.asarray(embeddings_pool.words, dtype=object)
+    reachable = candidates[
+        embeddings.word_array()[embeddings.lookup(list(candidates))] == candidates
+    ]
+    size = len(reachable)
     if n > size:
         warn(
             f"asked for {n} words but the pool holds {size}: sampling all {size}",
@@ -764,7 +774,7 @@ def sample_words(
         )
     rng = np.random.default_rng(random_state)
     rows = np.sort(rng.choice(size, size=min(n, size), replace=False))
-    return [embeddings_pool.words[row] for row in rows.tolist()]
+    return [str(word) for word in reachable[rows]]
 
 
 def neighbor_distances(embeddings: EmbeddingTable, words: Sequence[str | int]) -> np.ndarray:
@@ -864,6 +874,14 @@ class _CodeSpace(_Space):
 
 
 def _space(space: Any, metric: Any) -> _Space:
+    """The space's distances; P_d needs a pair of words, so at least 2."""
+    resolved = _resolve_space(space, metric)
+    if resolved.size < 2:
+        raise ValueError("P_d needs at least 2 words: a 1-word space has no pairs")
+    return resolved
+
+
+def _resolve_space(space: Any, metric: Any) -> _Space:
     from .mechanisms.base import Mechanism
 
     if isinstance(space, BinaryCodes):
@@ -971,8 +989,6 @@ def distance_summary(
     n_pairs = check_int(n_pairs, "n_pairs", minimum=2)
     confidence = check_probability(confidence, "confidence")
     max_work = check_int(max_work, "max_work", minimum=0)
-    if resolved.size < 2:
-        raise ValueError("a distance summary needs at least 2 words")
     i, j, exact = _sample_pairs(resolved.size, n_pairs, np.random.default_rng(random_state))
     values = resolved.pairs(i, j)
     average, interval = _mean_interval(values, _z(confidence), bool(exact))

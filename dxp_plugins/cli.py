@@ -699,9 +699,17 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from . import calibration
 
-    for name, value, minimum in (("--words", args.words, 1), ("--samples", args.samples, 1)):
+    for name, value, minimum in (
+        ("--words", args.words, 1),
+        ("--samples", args.samples, 1),
+        ("--word-seed", args.word_seed, 0),
+        ("--refine", args.refine, 0),
+    ):
         if value < minimum:
             raise CLIError(f"{name} must be >= {minimum}")
+    targeted = args.max_n_w is not None or args.min_s_w is not None
+    if args.refine and not targeted:
+        raise CLIError("--refine bisects towards a target: give --max-n-w or --min-s-w")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -724,7 +732,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         "progress": args.progress,  # None: a bar only when stderr is a terminal
     }
     choice = None
-    if args.max_n_w is not None or args.min_s_w is not None:
+    if targeted:
         choice = calibration.choose_epsilon(
             build,
             words,
@@ -744,8 +752,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     summaries = [result.summary() for result in results]
     if results[0].metric == "euclidean":
         median_nn = float(np.median(calibration.neighbor_distances(table, words)))
-        for row in summaries:
-            row["epsilon_x_median_nn"] = row["epsilon"] * median_nn
+        for row in summaries:  # None when no word has a neighbour (a 1-word vocabulary)
+            row["epsilon_x_median_nn"] = calibration.finite_or_none(row["epsilon"] * median_nn)
     if choice is not None:
         verdicts = {row["epsilon"]: row["meets_target"] for row in choice.table()}
         for row in summaries:
@@ -780,7 +788,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     written = ["calibration.csv", "summary.csv", "summary.json"]
     if args.figures:
         written += _calibration_figures(results, set(args.epsilons), out)
-    _print_summary(summaries)
+    _print_summary(summaries, targeted)
     if choice is not None:
         print(f"{choice}  ({choice.caveat})")
     print(f"wrote {', '.join(written)} to {out}")
@@ -801,14 +809,22 @@ def _calibration_figures(results: list[Any], listed: set[float], out: Path) -> l
     return ["nw_sw_histograms.png", "nw_sw_curves.png"]
 
 
-def _print_summary(summaries: list[dict[str, Any]]) -> None:
+def _print_summary(summaries: list[dict[str, Any]], targeted: bool) -> None:
+    """One row per epsilon; with a target also the bounds the verdict judged (Monte Carlo:
+    the upper bound of N_w and the lower bound of S_w) and the verdict."""
     header = f"{'epsilon':>9} {'mean N_w':>9} {'max N_w':>8} {'mean S_w':>9} {'min S_w':>8}"
+    if targeted:
+        header += f" {'N_w bound':>9} {'S_w bound':>9} {'meets':>5}"
     print(header)
     for row in summaries:
-        print(
+        line = (
             f"{row['epsilon']:>9.4g} {row['mean_n_w']:>9.3f} {row['max_n_w']:>8.3f} "
             f"{row['mean_s_w']:>9.1f} {row['min_s_w']:>8d}"
         )
+        if targeted:
+            verdict = "yes" if row["meets_target"] else "no"
+            line += f" {row['max_n_w_upper']:>9.3f} {row['min_s_w_lower']:>9d} {verdict:>5}"
+        print(line)
 
 
 def _one_line_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:

@@ -96,13 +96,11 @@ def deniability_curves(
     ``curves`` maps a label (an embedding, a mechanism) to its results at several epsilon.
     With ``worst_case`` a dashed line of the same colour shows max N_w / min S_w.
     """
-    if not isinstance(curves, Mapping):
-        raise TypeError(
-            "curves must map a label to results, e.g. {'madlib': results} (a list of "
-            "results is what deniability_histograms takes)"
-        )
-    if not curves:
-        raise ValueError("give at least one curve")
+    _check_curves(
+        curves,
+        "curves must map a label to results, e.g. {'madlib': results} (a list of "
+        "results is what deniability_histograms takes)",
+    )
     figure = _figure(8.0, 3.4)
     n_axis, s_axis = figure.subplots(1, 2)
     every: list[float] = []
@@ -129,6 +127,17 @@ def deniability_curves(
     return _save(figure, path)
 
 
+def _check_curves(curves: Any, expected: str) -> None:
+    """A non-empty mapping of labels to non-empty curves."""
+    if not isinstance(curves, Mapping):
+        raise TypeError(expected)
+    if not curves:
+        raise ValueError("give at least one curve")
+    empty = [label for label, points in curves.items() if len(points) == 0]
+    if empty:
+        raise ValueError(f"curve {empty[0]!r} has no points")
+
+
 def privacy_utility(
     curves: Mapping[str, Sequence[tuple[float, float, float, float]]],
     path: str | Path | None = None,
@@ -145,13 +154,14 @@ def privacy_utility(
     The x value can be any privacy measure: e.g. mean N_w with ``xlabel="mean N_w"`` and
     ``log_x=False`` compares mechanisms at equal plausible deniability.
     """
-    if not curves:
-        raise ValueError("give at least one curve")
+    _check_curves(curves, "curves must map a label to [(epsilon, mean, low, high), ...]")
     figure = _figure(5.0, 3.4)
     axis = figure.subplots()
     every: list[float] = []
     for index, (label, points) in enumerate(curves.items()):
         rows = np.asarray(sorted(points), dtype=np.float64)
+        if rows.ndim != 2 or rows.shape[1] != 4:
+            raise ValueError(f"curve {label!r}: give (epsilon, mean, low, high) points")
         every += rows[:, 0].tolist()
         colour = f"C{index % 10}"
         axis.plot(rows[:, 0], rows[:, 1], "o-", color=colour, label=label)

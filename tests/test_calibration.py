@@ -144,3 +144,10 @@ def test_equivalent_epsilon_validation(args, kwargs, error):
     with pytest.raises(error):
         calibration.equivalent_epsilon(*args, **kwargs)
     assert calibration.equivalent_epsilon(10.0, 0.25) == 2.5
+
+
+def test_privacy_ratio_needs_two_words_in_each_space(glove_2k):
+    one = glove_2k.most_frequent(1)
+    for a, b in ((one, glove_2k), (glove_2k, one)):
+        with pytest.raises(ValueError, match="at least 2 words"):
+            calibration.privacy_ratio(a, b)

@@ -140,8 +140,6 @@ def test_bad_input_is_rejected(glove_5k):
         plausible_deniability(mech, ["hockey"], 10, eta=1.0)
     with pytest.raises(ValueError):
         plausible_deniability(mech, [len(glove_5k)], 10)
-    with pytest.raises(NotImplementedError):  # Madlib has no closed form
-        plausible_deniability(mech, ["hockey"], 10, method="exact")
     with pytest.raises(ValueError, match="target"):
         choose_epsilon("madlib", ["hockey"], embeddings=glove_5k, max_n_w=None, min_s_w=None)
 
@@ -228,6 +226,18 @@ def test_sample_words_is_public_uniform_and_reproducible(glove_5k):
         sample_words(glove_5k, 5, random_state=-1)  # --word-seed -1`: 'unexpected' error)
 
 
+def test_sample_words_skips_rows_their_word_cannot_reach(glove_5k):
+    """'ﬁrst' (a ligature, as in the full GloVe table) normalises to 'first': that row is
+    never the one calibrated, so it must not be sampled under its own name."""
+    words = ["first", "ﬁrst", "second", "...", "…"]  # GloVe order: "..." is more frequent
+    table = dxp.EmbeddingTable(words, glove_5k.vectors[:5])
+    with pytest.warns(UserWarning, match="pool holds 3"):
+        sampled = sample_words(table, 5, random_state=0)
+    assert sampled == ["first", "second", "..."]
+    result = plausible_deniability(dxp.TEM(table, 1.0), sampled)
+    assert result.words == tuple(sampled)
+
+
 # -- CLI and figures -------------------------------------------------------------------------
 def test_cli_calibrate_writes_tables_and_figures(tmp_path, capsys):
     out = tmp_path / "calibration"
@@ -282,6 +292,62 @@ def test_cli_calibrate_errors_are_one_line(tmp_path, capsys):
         main(["calibrate", "--epsilons", "five", "--out", str(tmp_path)])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--word-seed", "-1"], "--word-seed must be >= 0"),
+        (["--refine", "3"], "--refine bisects towards a target"),  # was silently ignored
+        (["-m", "madlib", "--method", "exact"], "no closed-form output law"),  # was 'unexpected'
+    ],
+)
+def test_cli_calibrate_refuses_settings_it_cannot_honour(tmp_path, capsys, args, message):
+    base = ["calibrate", "--epsilons", "5", "--words", "3", "--samples", "20"]
+    code = main([*base, "--vocab-size", "1000", "--no-figures", *args, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and message in err, err
+
+
+def test_cli_calibrate_prints_the_bounds_its_verdict_judged(tmp_path, capsys):
+    """The point estimates can meet a target that the bounds (the verdict) do not."""
+    args = ["calibrate", "-m", "madlib", "--epsilons", "5", "--words", "20", "--samples", "100"]
+    args += ["--vocab-size", "2000", "--seed", "3", "--max-n-w", "0.5", "--min-s-w", "5"]
+    assert main([*args, "--no-figures", "--out", str(tmp_path)]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert header.split()[-5:] == ["N_w", "bound", "S_w", "bound", "meets"]
+    summary = json.loads((tmp_path / "summary.json").read_text())["summaries"][0]
+    columns = row.split()
+    assert float(columns[-3]) == pytest.approx(summary["max_n_w_upper"], abs=5e-4)
+    assert int(columns[-2]) == summary["min_s_w_lower"]
+    assert columns[-1] == ("yes" if summary["meets_target"] else "no")
+
+
+def test_cli_calibrate_summary_is_strict_json_for_a_one_word_vocabulary(tmp_path, capsys):
+    args = ["calibrate", "--epsilons", "5", "--words", "1", "--samples", "20"]
+    assert main([*args, "--vocab-size", "1", "--no-figures", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    text = (tmp_path / "summary.json").read_text()
+    report = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-JSON {name}"))
+    assert report["summaries"][0]["epsilon_x_median_nn"] is None
+
+
+def test_plausible_deniability_exact_without_a_closed_form_is_a_value_error(glove_5k):
+    with pytest.raises(ValueError, match="method='monte_carlo'"):
+        plausible_deniability(dxp.Madlib(glove_5k, 5.0), ["music"], 10, method="exact")
+
+
+def test_figures_refuse_empty_curves(tmp_path):
+    from dxp_plugins import plotting
+
+    with pytest.raises(ValueError, match="curve 'a' has no points"):
+        plotting.deniability_curves({"a": []}, tmp_path / "c.png")
+    with pytest.raises(ValueError, match="curve 'a' has no points"):
+        plotting.privacy_utility({"a": []}, tmp_path / "u.png")
+    with pytest.raises(TypeError, match="map a label"):
+        plotting.privacy_utility([(1.0, 0.5, 0.4, 0.6)], tmp_path / "u.png")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="epsilon, mean, low, high"):
+        plotting.privacy_utility({"a": [(1.0, 0.5)]}, tmp_path / "u.png")
 
 
 def test_privacy_utility_figure(tmp_path):
