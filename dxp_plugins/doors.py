@@ -106,11 +106,21 @@ class DoorSettings:
         if isinstance(embeddings, str):
             embeddings = _check_registered(registry.embeddings, embeddings, "embeddings")
         embeddings_params = _check_params(embeddings_params, "embeddings_params")
+        if embeddings_params and isinstance(embeddings, EmbeddingTable):
+            raise ValueError(
+                "embeddings_params are arguments of a registry loader; an EmbeddingTable "
+                "is already loaded"
+            )
         if vocab_size is not None:
             vocab_size = check_int(vocab_size, "vocab_size", minimum=1)
             if "vocab_size" in embeddings_params:
                 raise ValueError(
                     "give vocab_size either directly or in embeddings_params, not both"
+                )
+            if isinstance(embeddings, EmbeddingTable) and embeddings.frequency_rank is None:
+                raise ValueError(
+                    "vocab_size keeps the most frequent words, but this EmbeddingTable has "
+                    "no frequency_rank"
                 )
         oov = check_choice(oov, "oov", OOV_POLICIES)
         pos = _check_labels(pos, "pos")
@@ -153,7 +163,9 @@ class DoorSettings:
     def load_embeddings(self) -> EmbeddingTable:
         """The public table (loads of the same registry name and arguments are shared)."""
         if not isinstance(self.embeddings, str):
-            return self.embeddings
+            if self.vocab_size is None:
+                return self.embeddings
+            return self.embeddings.most_frequent(self.vocab_size)
         params = dict(self.embeddings_params)
         if self.vocab_size is not None:
             params["vocab_size"] = self.vocab_size

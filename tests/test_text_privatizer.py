@@ -85,6 +85,26 @@ def test_get_set_params_and_clone(privatizer):
     assert copy.fit(TEXTS).mechanism_.index == "exact"
 
 
+def test_clone_shares_the_read_only_table(glove_5k):
+    """A grid search clones the step per fold: the vectors and indexes are not copied."""
+    step = TextPrivatizer(epsilon=6.0, embeddings=glove_5k)
+    assert clone(step).embeddings is glove_5k
+    assert pickle.loads(pickle.dumps(step)).embeddings is not glove_5k  # pickles still copy
+
+
+def test_vocab_size_applies_to_a_table_object(glove_5k):
+    step = TextPrivatizer(epsilon=6.0, embeddings=glove_5k, vocab_size=50)
+    step.fit_transform(TEXTS)
+    assert len(step.mechanism_.embeddings) == 50 and step.last_guarantee_ is not None
+    assert step.last_guarantee_.vocab_size == 50
+    assert step.mechanism_.embeddings is glove_5k.most_frequent(50)  # built once, reused
+    with pytest.raises(ValueError, match="embeddings_params are arguments of a registry"):
+        TextPrivatizer(epsilon=6.0, embeddings=glove_5k, embeddings_params={"x": 1}).fit(TEXTS)
+    unranked = dxp.EmbeddingTable(glove_5k.words[:100], glove_5k.vectors[:100])
+    with pytest.raises(ValueError, match="no frequency_rank"):
+        TextPrivatizer(epsilon=6.0, embeddings=unranked, vocab_size=50).fit(TEXTS)
+
+
 def test_accountant_parameter_is_charged_across_fits(glove_5k):
     ledger = dxp.Accountant()
     step = TextPrivatizer(epsilon=2.0, embeddings=glove_5k, accountant=ledger)

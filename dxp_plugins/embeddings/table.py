@@ -150,6 +150,14 @@ class EmbeddingTable:
         self.__dict__.update(state)
         self._vectors = _immutable(self._vectors)
 
+    def __copy__(self) -> EmbeddingTable:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EmbeddingTable:
+        """The table is read-only, so copies share it (scikit-learn's ``clone`` of an
+        estimator holding one would otherwise copy the vectors and rebuild every index)."""
+        return self
+
     def word_array(self) -> np.ndarray:
         """The words as a numpy object array (for vectorised id -> word mapping)."""
         key = "word-array"
@@ -204,22 +212,27 @@ class EmbeddingTable:
 
     # -- derived tables ----------------------------------------------------------------
     def most_frequent(self, n: int) -> EmbeddingTable:
-        """A new table of the ``n`` most frequent words (needs ``frequency_rank``)."""
+        """A table of the ``n`` most frequent words (needs ``frequency_rank``); asking again
+        returns the same table, with its indexes."""
         n = check_int(n, "vocab_size", minimum=1)
         if self._rank is None:
             raise ValueError("this table has no frequency rank; cannot keep the most frequent")
         if n >= len(self):
             return self
-        rows = np.argsort(self._rank, kind="stable")[:n]
-        rows.sort()
-        ranks = np.argsort(np.argsort(self._rank[rows], kind="stable"), kind="stable")
-        return EmbeddingTable(
-            [self._words[i] for i in rows.tolist()],
-            self._vectors[rows],
-            frequency_rank=ranks,
-            name=self.name,
-            copy=False,
-        )
+        key = ("most-frequent", n)
+        if key not in self.cache:
+            rows = np.argsort(self._rank, kind="stable")[:n]
+            rows.sort()
+            ranks = np.argsort(np.argsort(self._rank[rows], kind="stable"), kind="stable")
+            self.cache[key] = EmbeddingTable(
+                [self._words[i] for i in rows.tolist()],
+                self._vectors[rows],
+                frequency_rank=ranks,
+                name=self.name,
+                copy=False,
+            )
+        table: EmbeddingTable = self.cache[key]
+        return table
 
     # -- constructors from other libraries ----------------------------------------------
     @classmethod
