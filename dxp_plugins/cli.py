@@ -160,7 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="line",
         help="plain text: one document per line (default) or per file",
     )
-    priv.add_argument("--batch-size", type=int, default=512, help="documents per batch")
+    priv.add_argument(
+        "--batch-size",
+        type=int,
+        help="documents per mechanism call (default 1000, as spaCy's nlp.pipe; seeded TEM "
+        "draws depend on it)",
+    )
     priv.add_argument(
         "--report", metavar="FILE", help="write the guarantee as JSON ('-' for stderr)"
     )
@@ -264,9 +269,11 @@ def _settings(args: argparse.Namespace) -> Any:
         value = getattr(args, option)
         if value is None:
             continue
+        flag = "--" + option.replace("_", "-")
         if args.mechanism != owner:  # other mechanisms: --param KEY=VALUE
-            flag = "--" + option.replace("_", "-")
             raise CLIError(f"{flag} is a {owner.upper()} option (use --mechanism {owner})")
+        if option in mechanism_params and mechanism_params[option] != value:
+            raise CLIError(f"{flag} and --param {option}=... disagree: give one")
         mechanism_params[option] = value
     return DoorSettings.create(
         epsilon=args.epsilon,
@@ -505,9 +512,12 @@ def _replacing(target: str) -> Iterator[IO[bytes]]:
 def _privatize(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
+    from .doors import DEFAULT_BATCH_SIZE
     from .guarantee import Guarantee
     from .text import privatize_texts
 
+    if args.batch_size is None:
+        args.batch_size = DEFAULT_BATCH_SIZE
     if args.batch_size < 1:
         raise CLIError("--batch-size must be >= 1")
     for name in args.files:  # before any output: files, FIFOs and <(...) only

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from .mechanisms.base import Mechanism
 
 #: Parameters a door sets itself; they may not appear in ``mechanism_params``.
+#: Documents per mechanism call in every door: spaCy's own ``nlp.pipe`` default, so that one
+#: seed gives the same words through each door (seeded TEM draws depend on the batch).
+DEFAULT_BATCH_SIZE = 1000
 RESERVED_MECHANISM_PARAMS = ("embeddings", "epsilon", "oov", "random_state", "accountant")
 #: Matches any entity type in ``entities``.
 ANY_ENTITY = "*"

@@ -71,6 +71,8 @@ def test_privatize(capsys, tmp_path, source, mechanism, options, metric):
         (["-m", "tem", "--param", "n_bits=64"], "unknown option(s) 'n_bits'"),
         (["-m", "tem", "--beta", "0.1", "--gamma", "2"], "beta or gamma"),
         (["-m", "brr", "--n-bits", "0"], "n_bits"),
+        # Both ways of giving one setting, disagreeing (was: --metric silently won).
+        (["-m", "tem", "--param", "metric=angular", "--metric", "euclidean"], "disagree"),
     ],
 )
 def test_errors_are_one_line_without_input_text(capsys, source, options, message):

@@ -37,10 +37,10 @@ def split(embeddings: dict) -> tuple[str, dict]:
     return embeddings["embeddings"], {k: v for k, v in embeddings.items() if k != "embeddings"}
 
 
-def through_spacy(texts, *, epsilon, embeddings, seed=None, mode="annotate"):
+def through_spacy(texts, *, epsilon, embeddings, seed=None, mode="annotate", mechanism="madlib"):
     name, params = split(embeddings)
     nlp = spacy.blank("en")
-    config = {"epsilon": epsilon, "seed": seed, "mode": mode}
+    config = {"epsilon": epsilon, "seed": seed, "mode": mode, "mechanism": mechanism}
     config.update(embeddings=name, embeddings_params=params)
     nlp.add_pipe("dxp_privatizer", config=config)
     docs = list(nlp.pipe(texts))
@@ -51,19 +51,26 @@ def through_spacy(texts, *, epsilon, embeddings, seed=None, mode="annotate"):
     return outputs, dxp.Guarantee.combine(records).to_dict()
 
 
-def through_sklearn(texts, *, epsilon, embeddings, seed=None):
+def through_sklearn(texts, *, epsilon, embeddings, seed=None, mechanism="madlib"):
     name, params = split(embeddings)
     step = TextPrivatizer(
-        epsilon=epsilon, embeddings=name, embeddings_params=params, random_state=seed
+        mechanism=mechanism,
+        epsilon=epsilon,
+        embeddings=name,
+        embeddings_params=params,
+        random_state=seed,
     )
     outputs = step.fit_transform(texts)
     return outputs, step.last_guarantee_.to_dict()
 
 
-def through_cli(texts, *, epsilon, embeddings, seed=None, tmp_path, command=None):
+def through_cli(
+    texts, *, epsilon, embeddings, seed=None, tmp_path, command=None, mechanism="madlib"
+):
     source, target, report = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "report.json"
     source.write_text("\n".join(texts) + "\n", encoding="utf-8")
     args = ["privatize", str(source), "-o", str(target), "--epsilon", str(epsilon)]
+    args += ["--mechanism", mechanism]
     name, params = split(embeddings)
     args += ["--report", str(report), "--embeddings", name]
     for key, value in params.items():
@@ -106,6 +113,18 @@ def test_three_doors_privatize_identically(tmp_path):
     other, other_record = through_sklearn(LINES, **{**settings, "seed": 7})
     assert other != cli_out and other_record == cli_record
     assert [o.count(" ") for o in other] == [o.count(" ") for o in cli_out]
+
+
+def test_three_doors_agree_beyond_one_batch_with_their_defaults(tmp_path):
+    """Seeded TEM samples per distinct word of a batch, so its draws depend on the batch:
+    every door's default batch is spaCy's nlp.pipe default (they were 1000, 256 and 512)."""
+    texts = [f"{line} {i}" for i in range(300) for line in LINES]  # 1,500 documents
+    settings = {"epsilon": 4.0, "embeddings": GLOVE, "seed": 5, "mechanism": "tem"}
+    spacy_out, spacy_record = through_spacy(texts, **settings)
+    sklearn_out, sklearn_record = through_sklearn(texts, **settings)
+    cli_out, cli_record = through_cli(texts, tmp_path=tmp_path, **settings)
+    assert spacy_out == sklearn_out == cli_out
+    assert spacy_record == sklearn_record == cli_record
 
 
 def test_three_doors_select_by_pos_and_entities_identically(tmp_path):

@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import RandomSource
 from .._validation import check_choice, check_int, check_text
-from ..doors import DoorSettings
+from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..guarantee import Accountant, Guarantee
 from ..mechanisms.base import Mechanism
 from ..text import privatize_texts
@@ -57,7 +57,8 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         ``"always"`` (default) or ``"fit"``: privatize in ``fit_transform`` only; ``transform``
         then returns the texts unchanged and sets ``last_guarantee_`` to None.
     batch_size:
-        Texts per mechanism call.
+        Texts per mechanism call (default 1000, as spaCy's ``nlp.pipe``: one seed then
+        gives the same words through every door; seeded TEM draws depend on the batch).
     accountant:
         An :class:`~dxp_plugins.Accountant` that every release charges (its cap refuses a
         release before any noise is drawn), kept across fits and shared by clones in one
@@ -97,7 +98,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         spacy_model: str | None = None,
         random_state: int | None = None,
         privatize_at: str = "always",
-        batch_size: int = 256,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         accountant: Accountant | None = None,
     ) -> None:
         self.mechanism = mechanism

@@ -30,7 +30,7 @@ from spacy.tokens import Doc, Token
 from .._normalize import is_invisible
 from .._random import RandomSource
 from .._validation import check_choice
-from ..doors import DoorSettings
+from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..errors import OOVError, warn
 from ..guarantee import Accountant
 from ..text import (
@@ -149,7 +149,7 @@ class Privatizer:
     def __call__(self, doc: Doc) -> Doc:
         return self._privatize([doc], in_batch=False)[0]
 
-    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[Doc]:
         """Privatize ``batch_size`` docs per mechanism call (one shared neighbour search)."""
         for batch in util.minibatch(stream, size=batch_size):
             yield from self._privatize(list(batch), in_batch=True)
