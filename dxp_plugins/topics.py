@@ -6,8 +6,9 @@
 * LSA: classification accuracy of a classifier trained on the private low-rank
   representation (:func:`lsa_accuracy`) and how well the private subspace reconstructs the
   real counts (:func:`reconstruction_error`);
-* gensim: :func:`to_gensim` turns a document x feature count matrix into a ``Sparse2Corpus``
-  and ``Dictionary``; :func:`gensim_lda` fits ``LdaModel`` on it.
+* gensim: :func:`to_gensim` turns a document x feature count matrix (sparse, dense or a
+  DataFrame) into a ``Sparse2Corpus`` and a ``Dictionary`` with its document statistics;
+  :func:`gensim_lda` fits ``LdaModel`` on it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_choice
+from .lplp.compression import check_counts
 
 TOP_WORDS = 20
+#: gensim coherence measures: u_mass on the counts, the others on ``texts`` too.
+COHERENCE_MEASURES = ("u_mass", "c_v", "c_uci", "c_npmi")
 
 
 def top_words(topic_word: Any, feature_names: Sequence[str], n: int = TOP_WORDS) -> list[list[str]]:
@@ -75,15 +82,46 @@ def exclusivity(topic_word: Any, n: int = TOP_WORDS) -> float:
 
 
 def to_gensim(counts: Any, feature_names: Sequence[str]) -> tuple[Any, Any]:
-    """``(Sparse2Corpus, Dictionary)`` of a document x feature count matrix."""
-    from gensim.corpora import Dictionary
+    """``(Sparse2Corpus, Dictionary)`` of a document x feature count matrix (sparse, dense or
+    a DataFrame). The Dictionary carries the corpus statistics (``num_docs``, ``dfs``,
+    ``cfs``, ...) that ``filter_extremes`` and ``TfidfModel`` use."""
     from gensim.matutils import Sparse2Corpus
 
-    corpus = Sparse2Corpus(counts, documents_columns=False)
+    matrix = _count_matrix(counts, feature_names)
+    return Sparse2Corpus(matrix, documents_columns=False), _dictionary(matrix, feature_names)
+
+
+def _count_matrix(counts: Any, feature_names: Sequence[str]) -> sp.csr_matrix:
+    """``counts`` as CSR int64 without stored zeros, one column per feature name."""
+    matrix = check_counts(counts)
+    if matrix.shape[1] != len(feature_names):
+        raise ValueError(
+            f"counts have {matrix.shape[1]} columns but feature_names has "
+            f"{len(feature_names)} words"
+        )
+    if (matrix.data == 0).any():  # gensim's bag-of-words never lists a zero count
+        matrix = matrix.copy()  # check_counts may share the caller's arrays
+        matrix.eliminate_zeros()
+    return matrix
+
+
+def _dictionary(matrix: sp.csr_matrix, feature_names: Sequence[str]) -> Any:
+    """gensim ``Dictionary`` of the features with the statistics ``add_documents`` keeps."""
+    from gensim.corpora import Dictionary
+
     dictionary = Dictionary()
     dictionary.token2id = {word: index for index, word in enumerate(feature_names)}
     dictionary.id2token = dict(enumerate(feature_names))
-    return corpus, dictionary
+    # Like add_documents, only words that occur get an entry (TfidfModel divides by them).
+    document_frequencies = np.bincount(matrix.indices, minlength=matrix.shape[1])
+    collection_frequencies = np.asarray(matrix.sum(axis=0)).ravel()
+    seen = np.flatnonzero(document_frequencies).tolist()
+    dictionary.dfs = dict(zip(seen, document_frequencies[seen].tolist(), strict=True))
+    dictionary.cfs = dict(zip(seen, collection_frequencies[seen].tolist(), strict=True))
+    dictionary.num_docs = matrix.shape[0]
+    dictionary.num_pos = int(matrix.sum())
+    dictionary.num_nnz = matrix.nnz
+    return dictionary
 
 
 def gensim_lda(counts: Any, feature_names: Sequence[str], num_topics: int, **params: Any) -> Any:
@@ -99,21 +137,32 @@ def coherence(
     counts: Any,
     feature_names: Sequence[str],
     measure: str = "u_mass",
+    texts: Sequence[Sequence[str]] | None = None,
+    **params: Any,
 ) -> float:
     """Mean coherence of ``topics`` (word lists) on a reference corpus of ``counts``.
 
     ``u_mass`` (Mimno et al. 2011) needs only document co-occurrence counts, so the
     reference is a count matrix: use the *non-private* (or held-out) corpus to judge topics
-    learned from private counts.
+    learned from private counts. ``c_v``, ``c_uci`` and ``c_npmi`` count words in sliding
+    windows, so they also need ``texts``: the reference documents as token lists. ``params``
+    go to ``CoherenceModel`` (e.g. ``window_size``; ``processes`` is 1 unless given).
     """
     from gensim.models import CoherenceModel
 
+    check_choice(measure, "measure", COHERENCE_MEASURES)
+    if measure != "u_mass" and texts is None:
+        raise ValueError(f"{measure} coherence needs texts= (the reference documents' tokens)")
+    if texts is not None and any(isinstance(text, str) for text in texts):
+        raise TypeError("texts must be token lists (e.g. text.split()), not strings")
     corpus, dictionary = to_gensim(counts, feature_names)
     model = CoherenceModel(
         topics=[list(topic) for topic in topics],
         corpus=list(corpus),
+        texts=None if texts is None else [list(text) for text in texts],
         dictionary=dictionary,
         coherence=measure,
+        **{"processes": 1, **params},
     )
     return float(model.get_coherence())
 
@@ -151,7 +200,6 @@ def reconstruction_error(svd: Any, counts: Any) -> float:
     """Relative Frobenius error ``||X - X V V^T|| / ||X||`` of projecting ``counts`` onto a
     fitted ``TruncatedSVD``'s (orthonormal) components ``V``; equals
     ``sqrt(1 - ||X V^T||^2 / ||X||^2)``, computed without densifying X."""
-    import scipy.sparse as sp
     import scipy.sparse.linalg
 
     matrix = sp.csr_matrix(counts, dtype=np.float64)

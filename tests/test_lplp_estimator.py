@@ -54,6 +54,9 @@ def test_a_pickled_seeded_transformer_never_replays_its_noise(counts):
             assert (releases[i] != releases[j]).nnz > 0
 
 
+WORDS = [f"w{i}" for i in range(1200)]  # as many feature names as the Lee counts have
+
+
 @pytest.fixture(scope="module")
 def lee_texts() -> list[str]:
     from gensim.test.utils import datapath
@@ -106,6 +109,53 @@ def test_dense_input_gives_dense_output(counts):
     frame = pandas.DataFrame(dense, columns=names)
     out = LPLPTransformer(epsilon=2.0, n_groups=50).set_output(transform="pandas")
     assert list(out.fit_transform(frame).columns) == names
+
+
+def test_a_dict_vocabulary_follows_its_column_indices(lee_texts, vocabulary, glove_5k):
+    """CountVectorizer orders a dict vocabulary by its values, not by insertion."""
+    mapping = {word: column for column, word in reversed(list(enumerate(vocabulary)))}
+    settings = {"epsilon": 5.0, "n_groups": 300, "grouping": "glove-cluster", "random_state": 0}
+    pipeline = make_pipeline(
+        CountVectorizer(vocabulary=mapping),
+        LPLPTransformer(vocabulary=mapping, embeddings=glove_5k, **settings),
+    ).fit(lee_texts)
+    assert list(pipeline.get_feature_names_out()) == vocabulary
+    as_list = LPLPTransformer(vocabulary=vocabulary, embeddings=glove_5k, **settings)
+    as_list.fit(pipeline[0].transform(lee_texts))
+    np.testing.assert_array_equal(pipeline[1].groups_, as_list.groups_)
+
+
+@pytest.mark.parametrize(
+    ("words", "error", "match"),
+    [
+        (set(WORDS), ValueError, "unordered set"),
+        (frozenset(WORDS), ValueError, "unordered set"),
+        ({word: i + 1 for i, word in enumerate(WORDS)}, ValueError, "columns 0, 1"),
+        ({word: float(i) for i, word in enumerate(WORDS)}, ValueError, "columns 0, 1"),
+    ],
+)
+def test_an_unordered_or_gapped_vocabulary_is_refused(counts, words, error, match):
+    with pytest.raises(error, match=match):
+        LPLPTransformer(vocabulary=words).fit(counts)
+
+
+def test_dataframe_columns_must_be_the_vocabulary_in_order(counts, vocabulary):
+    """As scikit-learn refuses reordered columns, a DataFrame is never relabelled."""
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(counts[:20].toarray(), columns=vocabulary)
+    transformer = LPLPTransformer(epsilon=5.0, vocabulary=vocabulary).set_output(transform="pandas")
+    assert list(transformer.fit_transform(frame).columns) == vocabulary
+    with pytest.raises(ValueError, match="column names differ from vocabulary"):
+        transformer.fit(frame[vocabulary[::-1]])
+    with pytest.raises(ValueError, match="column names differ from vocabulary"):
+        transformer.fit(frame.set_axis([f"x{w}" for w in vocabulary], axis=1))
+
+
+@pytest.mark.parametrize("container", [sp.csr_array, sp.csc_array, sp.coo_array, sp.dok_array])
+def test_a_sparse_array_comes_back_as_a_sparse_array(counts, container):
+    private = LPLPTransformer(epsilon=2.0, n_groups=50).fit_transform(container(counts[:20]))
+    assert isinstance(private, sp.csr_array) and private.dtype == np.int64
+    assert private[0].shape == (counts.shape[1],)
 
 
 def test_transforming_no_documents_releases_nothing(counts):
@@ -317,9 +367,6 @@ def test_pickle_keeps_no_generator_state(counts):
     assert restored.transform(counts[:3]).shape == (3, counts.shape[1])
 
 
-WORDS = [f"w{i}" for i in range(1200)]  # as many feature names as the Lee counts have
-
-
 @pytest.mark.parametrize(
     ("params", "match"),
     [
@@ -408,3 +455,77 @@ def test_lsa_accuracy_and_reconstruction_error(counts):
         dense
     )
     assert topics.reconstruction_error(svd, counts) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.fixture(scope="module")
+def lee_tokens(lee_texts) -> list[list[str]]:
+    """The Lee documents as CountVectorizer's tokens (the reference texts of c_v & co.)."""
+    analyze = CountVectorizer().build_analyzer()
+    return [analyze(text) for text in lee_texts]
+
+
+def test_to_gensim_dictionary_has_the_document_statistics(counts, vocabulary, lee_tokens):
+    """The statistics gensim itself counts, so filter_extremes and TfidfModel work."""
+    from gensim.corpora import Dictionary
+    from gensim.models import TfidfModel
+
+    corpus, dictionary = topics.to_gensim(counts, vocabulary)
+    known = set(vocabulary)
+    reference = Dictionary([[t for t in tokens if t in known] for tokens in lee_tokens])
+    for name in ("num_docs", "num_pos", "num_nnz"):
+        assert getattr(dictionary, name) == getattr(reference, name), name
+    for word, index in reference.token2id.items():
+        ours = dictionary.token2id[word]
+        assert (dictionary.dfs[ours], dictionary.cfs[ours]) == (
+            reference.dfs[index],
+            reference.cfs[index],
+        )
+    assert TfidfModel(dictionary=dictionary)[next(iter(corpus))] != []
+    dictionary.filter_extremes(no_below=5, no_above=0.5, keep_n=None)
+    reference.filter_extremes(no_below=5, no_above=0.5, keep_n=None)
+    assert len(dictionary) > 0 and set(dictionary.token2id) == set(reference.token2id)
+
+
+def test_gensim_adapters_take_dense_counts_and_dataframes(counts, vocabulary):
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(counts.toarray(), columns=vocabulary)
+    private = LPLPTransformer(epsilon=5.0, n_groups=400).set_output(transform="pandas")
+    for table in (counts.toarray(), private.fit_transform(frame)):
+        sparse = sp.csr_matrix(np.asarray(table))
+        assert list(topics.to_gensim(table, vocabulary)[0]) == list(
+            topics.to_gensim(sparse, vocabulary)[0]
+        )
+        model = topics.gensim_lda(table, vocabulary, num_topics=3, passes=1, random_state=0)
+        assert model.get_topics().shape == (3, len(vocabulary))
+        assert topics.coherence([vocabulary[:5]], table, vocabulary) == pytest.approx(
+            topics.coherence([vocabulary[:5]], sparse, vocabulary)
+        )
+    with pytest.raises(ValueError, match="1200 columns but feature_names has 1199 words"):
+        topics.to_gensim(counts.toarray(), vocabulary[:-1])
+
+
+@pytest.mark.parametrize("measure", ["c_v", "c_npmi", "c_uci"])
+def test_sliding_window_coherence_uses_the_texts(counts, vocabulary, lee_tokens, measure):
+    from gensim.corpora import Dictionary
+    from gensim.models import CoherenceModel
+
+    lda = LatentDirichletAllocation(n_components=4, max_iter=10, random_state=0).fit(counts)
+    learned = topics.top_words(lda.components_, vocabulary, n=10)
+    score = topics.coherence(learned, counts, vocabulary, measure=measure, texts=lee_tokens)
+    direct = CoherenceModel(
+        topics=learned,
+        texts=lee_tokens,
+        dictionary=Dictionary(lee_tokens),
+        coherence=measure,
+        processes=1,
+    ).get_coherence()
+    assert score == pytest.approx(direct)
+    with pytest.raises(ValueError, match="needs texts="):
+        topics.coherence(learned, counts, vocabulary, measure=measure)
+
+
+def test_coherence_refuses_an_unknown_measure_and_untokenised_texts(counts, vocabulary, lee_texts):
+    with pytest.raises(ValueError, match="measure must be one of"):
+        topics.coherence([vocabulary[:5]], counts, vocabulary, measure="c_nope")
+    with pytest.raises(TypeError, match="token lists"):
+        topics.coherence([vocabulary[:5]], counts, vocabulary, measure="c_v", texts=lee_texts)

@@ -9,14 +9,15 @@ last release guarantees (it lives on the fitted ``release_`` object, so ``transf
 the estimator's own attributes unchanged).
 
 The vocabulary must be public (PRIVACY.md 3): give ``CountVectorizer(vocabulary=words)`` a
-fixed public word list (e.g. frequent GloVe words) and pass the same list as
+fixed public word list (e.g. frequent GloVe words) and pass the same list (or dict) as
 ``vocabulary=`` here, which the embedding-based groupings need.
 """
 
 from __future__ import annotations
 
+import numbers
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 import numpy as np
@@ -62,8 +63,12 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
     grouping_params:
         Keyword arguments of the grouping (e.g. ``{"order": "histogram"}``).
     vocabulary:
-        The public words of the features, in column order (as given to
-        ``CountVectorizer(vocabulary=...)``); needed by embedding-based groupings and weights.
+        The public words of the features, as given to ``CountVectorizer(vocabulary=...)``:
+        a sequence in column order or a dict word -> column index (ordered by its values);
+        a set is refused (unordered: pass ``sorted(words)``, CountVectorizer's order). When X
+        is a DataFrame, its column names must be these words in this order (ValueError
+        otherwise, as scikit-learn refuses reordered columns). Needed by embedding-based
+        groupings and weights; the feature names out follow it.
     embeddings:
         Public embeddings (an ``EmbeddingTable`` or a registry name, e.g. ``"glove-6b-50d"``).
     weights:
@@ -92,7 +97,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         n_groups: int | None = None,
         grouping: str = "random",
         grouping_params: dict[str, Any] | None = None,
-        vocabulary: Sequence[str] | None = None,
+        vocabulary: Sequence[str] | Mapping[str, int] | None = None,
         embeddings: EmbeddingTable | str | None = None,
         weights: Any = "uniform",
         histogram_epsilon: float | None = None,
@@ -124,17 +129,22 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
 
     # -- fitting: public structures only -------------------------------------------------
     def _vocabulary(self, n_features: int) -> tuple[str, ...] | None:
+        """The words of X's columns, in column order (checked against X's column names)."""
         if self.vocabulary is None:
             return None
-        if isinstance(self.vocabulary, str):
-            raise TypeError("vocabulary must be a sequence of words, not one string")
-        words = tuple(self.vocabulary)
+        words = _words_in_column_order(self.vocabulary)
         if any(not isinstance(word, str) or not word for word in words):
             raise ValueError("vocabulary must hold non-empty strings")
         if len(set(words)) != len(words):
             raise ValueError("vocabulary words must be unique")
         if len(words) != n_features:
             raise ValueError(f"vocabulary has {len(words)} words but X has {n_features} features")
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and tuple(names) != words:
+            raise ValueError(
+                "X's column names differ from vocabulary (other words or another order): "
+                "reorder the columns as vocabulary or pass vocabulary=list(X.columns)"
+            )
         return words
 
     def _embeddings(self) -> EmbeddingTable | None:
@@ -233,13 +243,15 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         return self
 
     # -- releasing --------------------------------------------------------------------------
-    def transform(self, X: Any) -> sp.csr_matrix | np.ndarray:
-        """Private counts of each row of X (int64, same features; CSR for sparse input, an
-        array for dense input, as scikit-learn's transformers keep the container); fresh
-        noise per call."""
+    def transform(self, X: Any) -> sp.csr_matrix | sp.csr_array | np.ndarray:
+        """Private counts of each row of X (int64, same features; CSR for sparse input, a
+        ``csr_array`` for a sparse array, an array for dense input, as scikit-learn's
+        transformers keep the container); fresh noise per call."""
         check_is_fitted(self, "release_")
         X = _validate_counts(self, X, reset=False)
         private, _ = self.release_.release(X)
+        if isinstance(X, sp.sparray):
+            return sp.csr_array(private)
         if sp.issparse(X):
             return private
         dense: np.ndarray = private.toarray()
@@ -257,7 +269,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         return self.release_.guarantee(documents)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """The same features as the input (the vocabulary when given)."""
+        """The same features as the input (the vocabulary's words in column order when
+        given)."""
         check_is_fitted(self, "n_features_in_")
         if self.vocabulary is None:
             names: np.ndarray = _check_feature_names_in(self, input_features)
@@ -266,6 +279,24 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         if input_features is not None and list(input_features) != list(words):
             raise ValueError("input_features differ from the vocabulary")
         return words
+
+
+def _words_in_column_order(vocabulary: Any) -> tuple[Any, ...]:
+    """A vocabulary's words by column: a sequence as it is, a dict by its column indices."""
+    if isinstance(vocabulary, str):
+        raise TypeError("vocabulary must be a sequence of words, not one string")
+    if isinstance(vocabulary, Set):
+        raise ValueError(
+            "vocabulary is an unordered set: pass a list in column order, e.g. sorted(words) "
+            "(CountVectorizer's order for a set), or a dict word -> column index"
+        )
+    if not isinstance(vocabulary, Mapping):
+        return tuple(vocabulary)
+    indices = list(vocabulary.values())
+    integral = all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in indices)
+    if not integral or sorted(indices) != list(range(len(indices))):
+        raise ValueError("a vocabulary dict must map its words to the columns 0, 1, ..., M - 1")
+    return tuple(sorted(vocabulary, key=vocabulary.__getitem__))
 
 
 def _validate_counts(estimator: LPLPTransformer, X: Any, *, reset: bool) -> Any:
