@@ -226,6 +226,21 @@ def test_keyed_vectors_files_in_gensims_own_format(tmp_path):
     assert table.words == ("cat", "dog") and table.dim == 3
 
 
+def test_keyed_vectors_keys_that_are_not_words(tmp_path):
+    """gensim keeps the first vector of a word repeated in a file and leaves a keyless row
+    (None); integer keys are no words. Both were a bare TypeError from str.join."""
+    path = tmp_path / "vectors.txt"
+    path.write_text("the 1 0\nThe 0 1\nfile .5 .5\nthe 2 2\n")
+    with pytest.warns(UserWarning, match="dropped 1 row"):
+        table = dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True)
+    assert table.words == ("the", "The", "file")
+    np.testing.assert_array_equal(table.vectors[0], [1, 0])  # the first "the"
+    kv = KeyedVectors(vector_size=2)
+    kv.add_vectors(["a", 7], np.eye(2, dtype=np.float32))
+    with pytest.raises(ValueError, match="row 1 has a key of type int"):
+        dxp.EmbeddingTable.from_keyed_vectors(kv)
+
+
 @pytest.mark.parametrize("header", ["", "3 2\n"], ids=["glove", "word2vec"])
 def test_a_text_row_of_the_wrong_length_is_refused(tmp_path, header):
     """gensim spread a one-value row over every dimension ('sun 7' -> [7, 7])."""

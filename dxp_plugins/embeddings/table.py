@@ -250,6 +250,21 @@ class EmbeddingTable:
         """
         words = list(keyed_vectors.index_to_key)
         vectors = keyed_vectors.vectors
+        for row, key in enumerate(words):
+            if key is not None and not isinstance(key, str):
+                raise ValueError(
+                    f"KeyedVectors keys must be words (str); row {row} has a key of type "
+                    f"{type(key).__name__}"
+                )
+        keyless = [row for row, key in enumerate(words) if key is None]
+        if keyless:  # gensim keeps the first vector of a repeated word, and an empty row
+            warn(
+                f"KeyedVectors: dropped {len(keyless)} row(s) without a word (a word repeated "
+                f"in the vectors file keeps its first vector), e.g. row {keyless[0]}",
+                UserWarning,
+            )
+            kept = [row for row, key in enumerate(words) if key is not None]
+            words, vectors = [words[row] for row in kept], vectors[kept]
         keep = _usable_rows(words, "KeyedVectors")
         if keep is not None:
             words, vectors = [words[row] for row in keep], vectors[keep]
