@@ -152,11 +152,19 @@ class DoorSettings:
 
     # -- serialisation -----------------------------------------------------------------------
     def to_config(self) -> dict[str, Any]:
-        """JSON-ready settings (the form a spaCy config and a saved pipeline store)."""
+        """JSON-ready settings (the form a spaCy config and a saved pipeline store).
+
+        A callable option (a metric from ``{"@misc": ...}`` in a spaCy config, which spaCy's
+        own config.cfg keeps and resolves again on load) is stored as
+        ``{"callable": "module.qualname"}``, enough to tell whether it changed.
+        """
         if not isinstance(self.embeddings, str):
             raise ValueError("settings with an EmbeddingTable object have no JSON config")
         config = dataclasses.asdict(self)
-        config["mechanism_params"] = dict(self.mechanism_params)
+        config["mechanism_params"] = {
+            key: _callable_name(value) if callable(value) else value
+            for key, value in self.mechanism_params.items()
+        }
         config["embeddings_params"] = dict(self.embeddings_params)
         config["pos"] = list(self.pos) or None
         config["entities"] = list(self.entities) or None
@@ -357,6 +365,13 @@ def _check_registered(registry: Any, name: Any, setting: str) -> str:
         available = ", ".join(names(registry)) or "none"
         raise ValueError(f"{setting}: unknown name {name!r}; available: {available}")
     return name
+
+
+def _callable_name(function: Any) -> dict[str, str]:
+    """A callable's stable identity across processes: where it is defined."""
+    module = getattr(function, "__module__", None) or type(function).__module__
+    qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
+    return {"callable": f"{module}.{qualname}"}
 
 
 def _check_params(params: Any, setting: str) -> dict[str, Any]:

@@ -412,6 +412,39 @@ def test_disk_round_trip_and_spacy_load(tmp_path):
     assert doc._.private_text.endswith(" waved") and doc._.dxp_guarantee["tokens_privatized"] == 1
 
 
+@spacy.registry.misc("dxp_test_chebyshev.v1")
+def chebyshev_metric():
+    """A metric from the spaCy config registry (a callable option, not JSON)."""
+
+    def chebyshev(x, y):
+        from scipy.spatial.distance import cdist
+
+        return cdist(x, y, "chebyshev")
+
+    return chebyshev
+
+
+def test_a_callable_metric_from_the_config_registry_saves_and_loads(tmp_path):
+    """spaCy resolves {"@misc": ...} before the factory; saving the resolved function as
+    JSON failed ("not JSON serializable"). config.cfg keeps the reference, so the component
+    stores only where the callable is defined, enough to see it changed."""
+    nlp = spacy.blank("en")
+    config = {"mechanism": "tem", "epsilon": 2.0, "vocab_size": 500, "seed": 1}
+    config["mechanism_params"] = {"metric": {"@misc": "dxp_test_chebyshev.v1"}}
+    nlp.add_pipe("dxp_privatizer", config=config)
+    before = nlp("the game")._.dxp_guarantee
+    assert nlp.from_bytes(nlp.to_bytes()) is nlp
+    nlp.to_disk(tmp_path)
+    saved = json.loads((tmp_path / "dxp_privatizer" / "cfg").read_text())
+    assert saved["config"]["mechanism_params"]["metric"] == {
+        "callable": "tests.test_pipeline.chebyshev_metric.<locals>.chebyshev"
+    }
+    metric = spacy.load(tmp_path)("the game")._.dxp_guarantee["metric"]
+    # A new closure: the same definition, a new ledger unit (#serial), as in one process.
+    assert metric.split("#")[0] == before["metric"].split("#")[0]
+    assert metric.startswith("callable:chebyshev_metric.<locals>.chebyshev")
+
+
 def test_different_embeddings_than_saved_are_refused():
     nlp = make_nlp()
     privatizer = nlp.get_pipe("dxp_privatizer")
