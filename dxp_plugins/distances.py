@@ -42,6 +42,8 @@ SLAB_ROWS = 32_768
 #: Tables up to this size (bytes in float64) keep a float64 copy of their vectors.
 FLOAT64_COPY_BYTES = 256 << 20
 _U = float(np.finfo(np.float64).eps)
+#: Rows a user metric function is tried on when a mechanism is built.
+CHECKED_ROWS = 8
 
 MetricFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -357,7 +359,16 @@ class CallableMetric(Metric):
 
     @property
     def key(self) -> Any:
-        return ("callable", self.function)
+        # The name, not the function: it is unique per function object (numbered and kept
+        # by :func:`_describe`) and hashable even when the object is not.
+        return self.name
+
+    def check_points(self, points: np.ndarray, what: str) -> None:
+        """Call the function on a few of ``points``: one that fails, or returns a wrong
+        shape or a negative or non-finite distance, is refused when the mechanism is built,
+        not after a release has been charged. (Other rows are checked when used.)"""
+        sample = np.asarray(points[:CHECKED_ROWS], dtype=np.float64)
+        self._call(sample, sample)
 
     def _call(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         result = np.asarray(self.function(x, y), dtype=np.float64)

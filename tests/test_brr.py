@@ -17,6 +17,7 @@ from dxp_plugins.embeddings.binary import (
     simhash,
 )
 from dxp_plugins.errors import OOVError
+from dxp_plugins.mechanisms.brr import flip_probability, sample_flips
 from dxp_plugins.neighbors import BinaryIndex
 from tests.fixtures import all_codes, one_faiss_thread  # noqa: F401
 
@@ -33,6 +34,45 @@ def test_registry_defaults_and_guarantee(glove_5k):
     assert record.embeddings == mech.fingerprint != glove_5k.fingerprint
     assert "Hamming distance" in record.statement
     assert mech.fingerprint != dxp.BRR(glove_5k, epsilon=1.0, n_bits=64).fingerprint
+
+
+def test_code_length_is_fixed_and_every_bit_flips():
+    """n_bits was a plain attribute that sampling read: ``n_bits = 7`` on 8-bit codes left
+    the last bit unflipped (P(y|x) = 0 for words one bit apart) under an unchanged
+    guarantee. It is read-only now, and sampling uses the codes' own length."""
+    mech = dxp.BRR.from_codes(["x", "y"], [[0] * 8, [0] * 7 + [1]], epsilon=1.0)
+    for setting, value in [("n_bits", 7), ("codes", [[0] * 7, [1] * 7]), ("metric", "x")]:
+        with pytest.raises(AttributeError, match="build a new BRR"):
+            setattr(mech, setting, value)
+    for setting, value in [("n_bits", 7), ("packed", np.zeros((2, 1), dtype=np.uint8))]:
+        with pytest.raises(AttributeError):
+            setattr(mech.codes, setting, value)
+    assert mech.n_bits == mech.codes.n_bits == 8
+    counts = np.bincount(mech.privatize_ids(np.zeros(20_000, dtype=np.int64)), minlength=2)
+    law = np.array([1.0 - flip_probability(1.0), flip_probability(1.0)])
+    np.testing.assert_allclose(mech.distribution("x"), law, rtol=1e-12)
+    assert g_test(counts, law) > 1e-6
+
+
+def test_memory_is_bounded_by_blocks_not_by_codes(glove_5k):
+    """SimHash projections and flip uniforms are float64, 8 bytes per bit: 5,000 words x
+    4,096 bits and 8,192 tokens used to need 160 + 256 MiB of scratch. Blocks of rows
+    bound it, and give the same codes and the same seeded flips as one big array."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        mech = dxp.BRR(glove_5k, 1.0, n_bits=4096)
+        mech.privatize_ids(np.arange(8192) % len(glove_5k))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 96 << 20, peak / 2**20  # three 32 MiB blocks
+    whole = glove_5k.vectors[:3000].astype(np.float64) @ projection(glove_5k.dim, 1024)
+    np.testing.assert_array_equal(simhash(glove_5k.vectors[:3000], 1024), whole > 0)
+    flips = mech._flips(np.random.default_rng(4), 2500)  # three blocks of 1,024 rows
+    one_draw = sample_flips(np.random.default_rng(4), 2500, 4096, 1.0)
+    np.testing.assert_array_equal(flips, np.packbits(one_draw, axis=1))
 
 
 @pytest.mark.parametrize(

@@ -147,3 +147,41 @@ def test_distribution_is_not_available_without_closed_form(mech):
 def test_hnsw_parameters_are_checked_when_the_mechanism_is_made(glove_5k, params, error):
     with pytest.raises(error):
         dxp.Madlib(glove_5k, epsilon=10.0, index="hnsw", index_params=params)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("index", "bogus"),
+        ("index_params", {"m": 0}),
+        ("metric", "angular"),
+        ("oov", "passthrough"),
+        ("embeddings", "glove-6b-50d"),
+        ("ledger_unit", "unit of nothing"),
+    ],
+)
+def test_settings_other_than_epsilon_are_fixed(mech, setting, value):
+    """Plain attributes read at each release skipped construction's checks: ``index =
+    "bogus"`` failed only after the accountant was charged, ``oov = "passthrough"`` skipped
+    the opt-in warning, ``metric`` renamed the guarantee but not the distances."""
+    before = repr(mech), mech.ledger_unit
+    with pytest.raises(AttributeError, match="build a new Madlib"):
+        setattr(mech, setting, value)
+    assert mech.privatize(["house"])[0] in mech.embeddings
+    assert (repr(mech), mech.ledger_unit) == before
+    assert mech.last_guarantee.metric == "euclidean" and mech.last_guarantee.oov_policy == "unk"
+
+
+def test_index_params_are_a_copy_and_the_accountant_is_validated(glove_5k):
+    params = {"m": 8}
+    mech = dxp.Madlib(glove_5k, epsilon=10.0, index="hnsw", index_params=params)
+    params["m"] = 0
+    mech.index_params["m"] = 0
+    assert mech.index_params == {"m": 8}
+    with pytest.raises(TypeError, match="Accountant"):
+        mech.accountant = 5.0
+    accountant = dxp.Accountant()
+    mech = dxp.Madlib(glove_5k, epsilon=10.0)
+    mech.accountant = accountant
+    mech.privatize(["house", "home"])
+    assert accountant.spent == 20.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 import warnings
@@ -13,7 +14,8 @@ from scipy.spatial.distance import cdist
 import dxp_plugins as dxp
 from dxp_plugins import registry
 from dxp_plugins.audit import g_test
-from dxp_plugins.errors import OOVError, PrivacyWarning
+from dxp_plugins.embeddings import OOV_ID
+from dxp_plugins.errors import OOVError, PrivacyWarning, SeededRandomnessWarning
 from dxp_plugins.mechanisms import tem as tem_module
 
 
@@ -79,6 +81,32 @@ def test_beta_is_validated_on_assignment(plane, beta, error):
     assert mech.beta == 0.1 and math.isfinite(mech.gamma)
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("metric", "angular"),
+        ("cache_mb", 0),
+        ("constant_work", True),
+        ("oov", "passthrough"),
+        ("embeddings", "glove-6b-50d"),
+        ("ledger_unit", "unit of nothing"),
+    ],
+)
+def test_other_settings_are_fixed(plane, setting, value):
+    """Only epsilon and beta can change after construction (the caches are keyed by the
+    gamma and epsilon they give). A reassigned metric used to rename the guarantee and the
+    ledger unit while distances stayed Euclidean; cache_mb changed repr, not the cache."""
+    mech = dxp.TEM(plane, epsilon=1.0, gamma=1.0)
+    before = repr(mech), mech.ledger_unit
+    with pytest.raises(AttributeError, match="build a new TEM"):
+        setattr(mech, setting, value)
+    with pytest.raises(AttributeError):
+        mech.cache.max_bytes = 0
+    mech.privatize(["w1"])
+    assert (repr(mech), mech.ledger_unit) == before
+    assert mech.last_guarantee.metric == mech.distance_metric.name == "euclidean"
+
+
 def test_beta_too_large_for_the_vocabulary():
     two = dxp.EmbeddingTable(["a", "b"], [[0.0, 0.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match="beta"):
@@ -95,14 +123,56 @@ def test_angular_rejects_zero_vectors():
         dxp.TEM(table, epsilon=1.0, metric="angular")
 
 
-def test_callable_metric_output_is_validated(plane):
+def test_angular_needs_a_usable_unk_point_only_when_it_is_used():
+    """A zero centroid makes the UNK point unusable for angles; under oov="raise" or
+    "passthrough" it is never used, so the table is fine -- until an id -1 asks for it,
+    which is refused before the accountant is charged."""
+    table = dxp.EmbeddingTable(["up", "down"], [[1.0, 0.0], [-1.0, 0.0]])
+    with pytest.raises(ValueError, match="UNK point"):
+        dxp.TEM(table, epsilon=1.0, gamma=1.0, metric="angular")  # oov="unk" needs it
+    with pytest.warns(PrivacyWarning):
+        passthrough = dxp.TEM(table, epsilon=1.0, gamma=1.0, metric="angular", oov="passthrough")
+    assert passthrough.privatize(["up", "sideways"])[1] == "sideways"
+    mech = dxp.TEM(table, epsilon=1.0, gamma=1.0, metric="angular", oov="raise")
+    assert mech.privatize(["up", "down"])[0] in ("up", "down")
+    np.testing.assert_allclose(mech.distribution("up").sum(), 1.0)
+    spent = mech.accountant.spent
+    with pytest.raises(ValueError, match="UNK point"):
+        mech.privatize_ids(np.array([0, OOV_ID]))
+    with pytest.raises(ValueError, match="UNK point"):
+        mech.distribution(OOV_ID)
+    assert mech.accountant.spent == spent
+
+
+def test_callable_metric_output_is_validated_before_any_charge(plane):
+    """A metric function that returns a wrong shape or a negative distance is refused when
+    the mechanism is built, not on the first release after the accountant was charged."""
     with pytest.raises(ValueError, match="shape"):
-        dxp.TEM(plane, epsilon=1.0, metric=lambda x, y: np.zeros(3)).privatize(["w1"])
+        dxp.TEM(plane, epsilon=1.0, metric=lambda x, y: np.zeros(3))
     with pytest.raises(ValueError, match="negative"):
-        dxp.TEM(plane, epsilon=1.0, metric=lambda x, y: -cdist(x, y)).privatize(["w1"])
+        dxp.TEM(plane, epsilon=1.0, metric=lambda x, y: -cdist(x, y))
     mech = dxp.TEM(plane, epsilon=1.0, metric=lambda x, y: cdist(x, y))
     assert mech.metric.startswith("callable:")
     assert mech.privatize(["w1"])[0] in plane
+
+
+def test_unhashable_callable_metric_object(glove_5k):
+    """A callable object need not be hashable (an unfrozen dataclass is not): caches are
+    keyed by the metric's unique name, and one release is charged once."""
+
+    @dataclasses.dataclass
+    class Minkowski:
+        p: float = 3.0
+
+        def __call__(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return cdist(x, y, "minkowski", p=self.p)
+
+    metric = Minkowski()
+    mech = dxp.TEM(glove_5k, epsilon=1.0, metric=metric)
+    assert mech.privatize(["the", "game", "the"])[0] in glove_5k
+    assert mech.accountant.spent == 3.0 and len(mech.cache) == 2
+    other = dxp.TEM(glove_5k, epsilon=1.0, metric=Minkowski())  # equal, but another object
+    assert other.metric != mech.metric
 
 
 def test_different_metric_functions_are_different_units(plane):
@@ -293,6 +363,26 @@ def test_precompute_fills_the_cache_until_full(glove_5k):
         mech.precompute("the")
     with pytest.raises(ValueError, match="constant_work"):
         dxp.TEM(glove_5k, epsilon=1.0, constant_work=True).precompute(5)
+
+
+def test_seeded_output_does_not_depend_on_the_cache(glove_5k):
+    """The cache is a speed/memory setting: with one seed the same calls give the same
+    words with the cache off, on, small, or filled ahead by precompute (cached words used
+    to draw before the others, so from the second call on the words differed)."""
+    calls = [["the", "game", "city"], ["people", "game", "a"], ["a", "city", "of", "the"]] * 2
+
+    def run(cache_mb: float, precompute: list[str] | int | None = None) -> list[list[str]]:
+        with pytest.warns(SeededRandomnessWarning):
+            mech = dxp.TEM(glove_5k, epsilon=2.0, random_state=7, cache_mb=cache_mb)
+        if precompute is not None:
+            mech.precompute(precompute, progress=False)
+        return [mech.privatize(tokens) for tokens in calls]
+
+    expected = run(0)
+    assert run(tem_module.DEFAULT_CACHE_MB) == expected
+    assert run(0.05) == expected  # some laws cached, the others built in the scratch buffer
+    assert run(tem_module.DEFAULT_CACHE_MB, ["game"]) == expected
+    assert run(tem_module.DEFAULT_CACHE_MB, 100) == expected
 
 
 def test_pickle_drops_the_cache(plane):

@@ -17,6 +17,7 @@ which leaves Hamming distances unchanged).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 PUBLIC_SEED = 20_240_517
 #: Default code length.
 DEFAULT_N_BITS = 256
+#: Scratch bytes per block of rows (float64 projections, unpacked bits, BRR's uniforms):
+#: memory stays bounded whatever the vocabulary size and code length.
+BLOCK_BYTES = 32 << 20
 
 _POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
 
@@ -46,13 +50,38 @@ def projection(dim: int, n_bits: int, seed: int = PUBLIC_SEED) -> np.ndarray:
     return np.concatenate(blocks, axis=1)[:, :n_bits]
 
 
+def block_rows(bytes_per_row: int) -> int:
+    """Rows per block: as many as fit in :data:`BLOCK_BYTES` (at least one)."""
+    return max(1, BLOCK_BYTES // max(1, bytes_per_row))
+
+
+def row_blocks(count: int, bytes_per_row: int) -> Iterator[slice]:
+    """Consecutive row slices covering ``count`` rows, each of :func:`block_rows` rows."""
+    step = block_rows(bytes_per_row)
+    for start in range(0, count, step):
+        yield slice(start, min(start + step, count))
+
+
 def simhash(vectors: Any, n_bits: int = DEFAULT_N_BITS, seed: int = PUBLIC_SEED) -> np.ndarray:
     """Sign-random-projection bits (bool, one row per vector) of float vectors."""
-    data = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
+    n_bits = check_int(n_bits, "n_bits", minimum=1)
+    return np.unpackbits(simhash_packed(vectors, n_bits, seed), axis=1, count=n_bits).view(bool)
+
+
+def simhash_packed(
+    vectors: Any, n_bits: int = DEFAULT_N_BITS, seed: int = PUBLIC_SEED
+) -> np.ndarray:
+    """:func:`simhash` packed 8 bits per byte, computed in blocks of rows: the float64
+    projections never take more than :data:`BLOCK_BYTES` (not 8 bytes per bit of the table)."""
+    data = np.atleast_2d(np.asarray(vectors))
     directions = projection(data.shape[1], n_bits, seed)
-    out = np.empty((len(data), directions.shape[1]), dtype=bool)
-    for start in range(0, len(data), 65_536):
-        np.greater(data[start : start + 65_536] @ directions, 0.0, out=out[start : start + 65_536])
+    width = directions.shape[1]
+    out = np.empty((len(data), -(-width // 8)), dtype=np.uint8)
+    scratch = np.empty((min(len(data), block_rows(8 * width)), width), dtype=np.float64)
+    for rows in row_blocks(len(data), 8 * width):
+        product = scratch[: rows.stop - rows.start]
+        np.matmul(np.asarray(data[rows], dtype=np.float64), directions, out=product)
+        out[rows] = np.packbits(product > 0.0, axis=1)
     return out
 
 
@@ -93,9 +122,19 @@ class BinaryCodes:
 
     def __init__(self, bits: Any, *, source: str = "user") -> None:
         checked = check_codes(bits)
-        self.n_bits = int(checked.shape[1])
-        self.packed = np.packbits(checked, axis=1)
-        self.packed.setflags(write=False)
+        self._store(np.packbits(checked, axis=1), int(checked.shape[1]), source)
+
+    @classmethod
+    def _from_packed(cls, packed: np.ndarray, n_bits: int, source: str) -> BinaryCodes:
+        """Codes already packed by the library (zero padding): nothing to validate."""
+        codes = cls.__new__(cls)
+        codes._store(packed, n_bits, source)
+        return codes
+
+    def _store(self, packed: np.ndarray, n_bits: int, source: str) -> None:
+        self._n_bits = n_bits
+        self._packed = packed
+        self._packed.setflags(write=False)
         self.source = source
         self._fingerprint: str | None = None
 
@@ -107,9 +146,21 @@ class BinaryCodes:
         n_bits = check_int(n_bits, "n_bits", minimum=1)
         key = ("simhash-codes", n_bits, seed)
         if key not in table.cache:
-            table.cache[key] = cls(simhash(table.vectors, n_bits, seed), source="simhash")
+            # Packed block by block: never an unpacked (words x L) matrix.
+            packed = simhash_packed(table.vectors, n_bits, seed)
+            table.cache[key] = cls._from_packed(packed, n_bits, "simhash")
         codes: BinaryCodes = table.cache[key]
         return codes
+
+    @property
+    def n_bits(self) -> int:
+        """The code length L (read-only: the packed rows and the fingerprint depend on it)."""
+        return self._n_bits
+
+    @property
+    def packed(self) -> np.ndarray:
+        """The codes, 8 bits per byte, zero-padded rows (a read-only array)."""
+        return self._packed
 
     def __len__(self) -> int:
         return len(self.packed)
@@ -135,8 +186,9 @@ class BinaryCodes:
     def majority(self) -> np.ndarray:
         """Packed code of the per-bit majority (ties -> 0): a public point of the code space."""
         ones = np.zeros(self.n_bits, dtype=np.int64)
-        for start in range(0, len(self), 65_536):
-            ones += self.bits_of(np.arange(start, min(start + 65_536, len(self)))).sum(axis=0)
+        for rows in row_blocks(len(self), self.n_bits):
+            bits = np.unpackbits(self.packed[rows], axis=1, count=self.n_bits)
+            ones += bits.sum(axis=0, dtype=np.int64)
         return np.packbits(ones * 2 > len(self))
 
     def bits_of(self, ids: np.ndarray) -> np.ndarray:

@@ -50,8 +50,6 @@ class Mechanism(ABC):
 
     #: Registry name.
     name: ClassVar[str]
-    #: The metric the guarantee is stated in (a class default; TEM sets it per instance).
-    metric: str
     #: Tokens per internal batch (bounds memory on huge inputs, PRIVACY.md 24).
     chunk_size: ClassVar[int] = 8192
 
@@ -73,9 +71,9 @@ class Mechanism(ABC):
                 "embeddings must be an EmbeddingTable or a registry name (gensim vectors: "
                 "dxp_plugins.EmbeddingTable.from_keyed_vectors(kv))"
             )
-        self.embeddings = embeddings
+        self._embeddings = embeddings
         self.epsilon = epsilon
-        self.oov = check_choice(oov, "oov", OOV_POLICIES)
+        self._oov = check_choice(oov, "oov", OOV_POLICIES)
         if self.oov == "passthrough":
             warn(
                 "oov='passthrough' releases out-of-vocabulary tokens unchanged (unprotected)",
@@ -84,11 +82,26 @@ class Mechanism(ABC):
         self._random = (
             random_state if isinstance(random_state, RandomSource) else RandomSource(random_state)
         )
-        if accountant is not None and not isinstance(accountant, Accountant):
-            raise TypeError("accountant must be an Accountant")
         self.accountant = accountant if accountant is not None else Accountant()
         self.last_guarantee: Guarantee | None = None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Settings without a setter are fixed when the mechanism is built: its codes,
+        # caches, guarantee record and ledger unit derive from them, and a plain attribute
+        # would let them disagree (a BRR told n_bits=7 flipped 7 of its 8 bits).
+        fixed = getattr(type(self), name, None)
+        if isinstance(fixed, functools.cached_property) or (
+            isinstance(fixed, property) and fixed.fset is None
+        ):
+            kind = type(self).__name__
+            raise AttributeError(
+                f"{kind}.{name} is read-only: it is fixed when the mechanism is built (its "
+                f"guarantee and the state built from it must agree); build a new {kind} "
+                "with the settings you want"
+            )
+        super().__setattr__(name, value)
+
+    # -- settings: epsilon and the accountant can be reassigned (validated); the rest is fixed
     @property
     def epsilon(self) -> float:
         """Privacy parameter per unit of the metric, per token (validated on assignment)."""
@@ -97,6 +110,34 @@ class Mechanism(ABC):
     @epsilon.setter
     def epsilon(self, value: float) -> None:
         self._epsilon = check_epsilon(value)
+
+    @property
+    def accountant(self) -> Accountant:
+        """The :class:`~dxp_plugins.guarantee.Accountant` charged before any noise is drawn
+        (validated on assignment)."""
+        return self._accountant
+
+    @accountant.setter
+    def accountant(self, value: Accountant) -> None:
+        if not isinstance(value, Accountant):
+            raise TypeError("accountant must be an Accountant")
+        self._accountant = value
+
+    @property
+    def embeddings(self) -> EmbeddingTable:
+        """The public vocabulary and vectors (fixed)."""
+        return self._embeddings
+
+    @property
+    def oov(self) -> str:
+        """The OOV policy, one of :data:`OOV_POLICIES` (fixed: ``"passthrough"`` is an
+        explicit, warned opt-in at construction)."""
+        return self._oov
+
+    @property
+    @abstractmethod
+    def metric(self) -> str:
+        """The metric the guarantee is stated in (fixed; a plugin may set a class attribute)."""
 
     # -- what subclasses implement ---------------------------------------------------------
     @abstractmethod
@@ -232,7 +273,9 @@ class Mechanism(ABC):
 
     # -- shared machinery --------------------------------------------------------------------
     def _release(self, ids: np.ndarray) -> np.ndarray:
-        """Charge the accountant, then sample in bounded chunks."""
+        """Check, charge the accountant, then sample in bounded chunks."""
+        if len(ids):
+            self._prepare(ids)
         self.accountant.charge(self.epsilon * len(ids), len(ids), unit=self.ledger_unit)
         if len(ids) == 0:
             return np.empty(0, dtype=np.int64)
@@ -242,6 +285,12 @@ class Mechanism(ABC):
             for start in range(0, len(ids), self.chunk_size)
         ]
         return np.concatenate(chunks)
+
+    def _prepare(self, ids: np.ndarray) -> None:
+        """Raise now what sampling ``ids`` could raise, and build what it builds lazily
+        (indexes): called before the accountant is charged, so that a release which cannot
+        happen spends nothing. Nothing to do by default."""
+        return
 
     def _points(self, ids: np.ndarray) -> np.ndarray:
         """float64 vectors of ``ids``; ``-1`` gives the public UNK point."""

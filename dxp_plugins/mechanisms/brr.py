@@ -32,7 +32,14 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_int
-from ..embeddings.binary import DEFAULT_N_BITS, BinaryCodes, check_codes, hamming, simhash
+from ..embeddings.binary import (
+    DEFAULT_N_BITS,
+    BinaryCodes,
+    check_codes,
+    hamming,
+    row_blocks,
+    simhash_packed,
+)
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..guarantee import Accountant, Guarantee
 from ..neighbors import BinaryIndex, get_binary_index, get_index
@@ -69,7 +76,6 @@ class BRR(Mechanism):
     """
 
     name = "brr"
-    metric = "hamming"
 
     def __init__(
         self,
@@ -87,10 +93,10 @@ class BRR(Mechanism):
         )
         if codes is None:
             length = DEFAULT_N_BITS if n_bits is None else check_int(n_bits, "n_bits", minimum=1)
-            self.codes = BinaryCodes.simhash(self.embeddings, length)
-            self._unk_code = np.packbits(simhash(self.embeddings.unk_vector(), length), axis=1)[0]
+            self._codes = BinaryCodes.simhash(self.embeddings, length)
+            self._unk_code = simhash_packed(self.embeddings.unk_vector(), length)[0]
         else:
-            self.codes = codes if isinstance(codes, BinaryCodes) else BinaryCodes(codes)
+            self._codes = codes if isinstance(codes, BinaryCodes) else BinaryCodes(codes)
             if len(self.codes) != len(self.embeddings):
                 raise ValueError(
                     f"codes has {len(self.codes)} rows but the vocabulary has "
@@ -99,7 +105,6 @@ class BRR(Mechanism):
             if n_bits is not None and check_int(n_bits, "n_bits") != self.codes.n_bits:
                 raise ValueError(f"n_bits={n_bits} but the codes have {self.codes.n_bits} bits")
             self._unk_code = self.codes.majority()
-        self.n_bits = self.codes.n_bits
 
     @classmethod
     def from_codes(cls, words: Any, codes: Any, epsilon: float, **params: Any) -> BRR:
@@ -107,6 +112,21 @@ class BRR(Mechanism):
         bits = check_codes(codes)
         table = EmbeddingTable(words, bits.astype(np.float32), name="binary-codes")
         return cls(table, epsilon, codes=bits, **params)
+
+    @property
+    def metric(self) -> str:
+        """``"hamming"``: the guarantee is per bit of Hamming distance between codes."""
+        return "hamming"
+
+    @property
+    def codes(self) -> BinaryCodes:
+        """The public codes, one row per table word (fixed)."""
+        return self._codes
+
+    @property
+    def n_bits(self) -> int:
+        """The code length L (the codes' own; fixed)."""
+        return self._codes.n_bits
 
     @property
     def binary_index(self) -> BinaryIndex:
@@ -140,10 +160,23 @@ class BRR(Mechanism):
             packed[unknown] = self._unk_code
         return packed
 
+    def _prepare(self, ids: np.ndarray) -> None:
+        self.binary_index  # noqa: B018 -- built before any charge
+
     def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        flips = np.packbits(sample_flips(rng, len(ids), self.n_bits, self.epsilon), axis=1)
-        noisy = np.bitwise_xor(self._input_codes(ids), flips)
+        noisy = np.bitwise_xor(self._input_codes(ids), self._flips(rng, len(ids)))
         return self.binary_index.search(noisy, rng)
+
+    def _flips(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """Packed flips of every bit of the codes for ``count`` tokens. Drawn in row blocks
+        of bounded scratch (8 bytes per uniform): the uniforms come from the stream in the
+        same order as one ``(count, L)`` draw, so the flips are those of one draw."""
+        n_bits = self.codes.n_bits
+        out = np.empty((count, -(-n_bits // 8)), dtype=np.uint8)
+        for rows in row_blocks(count, 8 * n_bits):
+            flips = sample_flips(rng, rows.stop - rows.start, n_bits, self.epsilon)
+            out[rows] = np.packbits(flips, axis=1)
+        return out
 
     def distribution(self, word: str | int) -> np.ndarray:
         """Exact output law by enumerating all 2^L noisy codes (L <= 12 bits)."""

@@ -61,7 +61,6 @@ class Madlib(Mechanism):
     """
 
     name = "madlib"
-    metric = "euclidean"
 
     def __init__(
         self,
@@ -77,14 +76,32 @@ class Madlib(Mechanism):
         super().__init__(
             embeddings, epsilon, oov=oov, random_state=random_state, accountant=accountant
         )
-        self.index = index
-        self.index_params = dict(index_params or {})
-        check_index_params(self.index, self.index_params)
+        self._index = index
+        self._index_params = dict(index_params or {})
+        check_index_params(self._index, self._index_params)
+
+    @property
+    def metric(self) -> str:
+        """``"euclidean"``: the guarantee is per unit of Euclidean distance (Algorithm 1)."""
+        return "euclidean"
+
+    @property
+    def index(self) -> str:
+        """``"exact"`` or ``"hnsw"`` (fixed)."""
+        return self._index
+
+    @property
+    def index_params(self) -> dict[str, Any]:
+        """A copy of the HNSW parameters (fixed)."""
+        return dict(self._index_params)
 
     @property
     def neighbor_index(self) -> NeighborIndex:
         """The (cached) nearest-neighbour index over the public table."""
-        return get_index(self.embeddings, self.index, **self.index_params)
+        return get_index(self.embeddings, self._index, **self._index_params)
+
+    def _prepare(self, ids: np.ndarray) -> None:
+        self.neighbor_index  # noqa: B018 -- built (or loaded) before any charge
 
     def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         noisy = self._points(ids)

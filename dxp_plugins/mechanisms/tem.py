@@ -27,7 +27,8 @@ from the categorical law ``∝ exp(s * epsilon / 2)``; so is an inverse-CDF draw
   small epsilon, where ``L_w`` is most of the vocabulary), and the tables are kept in a
   bounded cache keyed by ``(embedding fingerprint, metric, gamma, epsilon, word)`` that
   keeps the most frequent words (public rank) when full
-  (:meth:`TEM.precompute` fills it, Algorithm 3);
+  (:meth:`TEM.precompute` fills it, Algorithm 3). Draws follow the sorted distinct ids
+  whatever the cache holds, so a seeded run gives the same words with any ``cache_mb``;
 * ``constant_work=True`` (PRIVACY.md 27): Algorithm 2 literally, Gumbel noise on all
   ``|W| + 1`` entries of every token (entries outside the ball masked), the uniform draw
   from ``W \\ L_w`` done for every token, no caches. The work per token depends only on
@@ -261,12 +262,17 @@ class LawCache:
     """
 
     def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
+        self._max_bytes = max_bytes
         self._entries: dict[Hashable, tuple[WordLaw, int]] = {}
         self._rarest: list[tuple[int, int, Hashable]] = []  # heap of (-rank, serial, key)
         self._serial = 0
         self._lock = threading.Lock()
         self.nbytes = 0
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound (read-only: it is the mechanism's ``cache_mb``)."""
+        return self._max_bytes
 
     def get(self, key: Hashable) -> WordLaw | None:
         entry = self._entries.get(key)
@@ -352,7 +358,6 @@ class TEM(Mechanism):
     """
 
     name = "tem"
-    metric = "euclidean"
 
     def __init__(
         self,
@@ -374,22 +379,26 @@ class TEM(Mechanism):
         if beta is not None and gamma is not None:
             raise ValueError("give beta or gamma, not both")
         self._metric: Metric = get_metric(metric)
-        self.metric = self._metric.name
         self._gamma = None if gamma is None else _check_gamma(gamma)
         self.beta = None if gamma is not None else (DEFAULT_BETA if beta is None else beta)
         if not isinstance(constant_work, bool | np.bool_):
             raise TypeError("constant_work must be True or False")
-        self.constant_work = bool(constant_work)
+        self._constant_work = bool(constant_work)
         if isinstance(cache_mb, bool) or not isinstance(cache_mb, int | float):
             raise TypeError("cache_mb must be a number")
         if not (math.isfinite(cache_mb) and cache_mb >= 0):
             raise ValueError("cache_mb must be a finite number >= 0")
-        self.cache_mb = cache_mb
+        self._cache_mb = cache_mb
         self._cache = LawCache(int(cache_mb * (1 << 20)))
         self._local = threading.local()  # per-thread scratch buffer for uncached laws
         self._metric.check_points(self.embeddings.vectors, "embeddings")
-        self._metric.check_points(self.embeddings.unk_vector()[None, :], "the UNK point")
+        if self.oov == "unk":  # otherwise checked only if an id -1 asks for it
+            self._check_unk_point()
         self._warn_if_untruncated()
+
+    def _check_unk_point(self) -> None:
+        """ValueError if the metric is undefined at the UNK point (angles at a zero centroid)."""
+        self._metric.check_points(self.embeddings.unk_vector()[None, :], "the UNK point")
 
     def _warn_if_untruncated(self) -> None:
         """A gamma beyond the metric's diameter truncates nothing: at an epsilon chosen for
@@ -406,7 +415,23 @@ class TEM(Mechanism):
             UserWarning,
         )
 
-    # -- parameters ------------------------------------------------------------------------
+    # -- parameters: epsilon and beta can be reassigned (validated; caches are keyed by the
+    # -- gamma and epsilon they give); metric, constant_work and cache_mb are fixed ---------
+    @property
+    def metric(self) -> str:
+        """The name of the metric the guarantee is stated in (fixed)."""
+        return self._metric.name
+
+    @property
+    def constant_work(self) -> bool:
+        """Whether every token costs the same work (fixed; PRIVACY.md 27)."""
+        return self._constant_work
+
+    @property
+    def cache_mb(self) -> float:
+        """The bound of the law cache in MiB (fixed)."""
+        return self._cache_mb
+
     @property
     def beta(self) -> float | None:
         """Theorem 4.2's beta (None when an explicit gamma is set); validated on assignment."""
@@ -460,6 +485,7 @@ class TEM(Mechanism):
     def distribution(self, word: str | int) -> np.ndarray:
         """Exact output law ``p(y) ∝ exp(-epsilon min(d(x, y), gamma) / 2)`` (direct float64)."""
         row = self._input_id(word)
+        self._prepare(np.array([row]))
         point = self._points(np.array([row], dtype=np.int64))[0]
         distances = self._metric.exact_to_table(point, self.embeddings)
         logits = -0.5 * self.epsilon * np.minimum(distances, self.gamma)
@@ -469,10 +495,17 @@ class TEM(Mechanism):
     def candidates(self, word: str | int) -> np.ndarray:
         """The sorted ids of the gamma-ball ``L_w`` of ``word`` (Algorithm 3's list)."""
         row = self._input_id(word)
+        self._prepare(np.array([row]))
         _, mask = self._balls(np.array([row], dtype=np.int64), self.gamma)
         return np.flatnonzero(mask[0])
 
     # -- sampling ----------------------------------------------------------------------------
+    def _prepare(self, ids: np.ndarray) -> None:
+        """The UNK point (id -1) must be measurable by the metric (checked at construction
+        under ``oov="unk"``; here when an id asks for it under another policy)."""
+        if self.oov != "unk" and np.any(ids == OOV_ID):
+            self._check_unk_point()
+
     def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         epsilon, gamma = self.epsilon, self.gamma
         if self.constant_work:
@@ -481,29 +514,37 @@ class TEM(Mechanism):
         order = np.argsort(inverse, kind="stable")
         bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=len(unique)))]
         out = np.empty(len(ids), dtype=np.int64)
-        key = self._cache_key(epsilon, gamma)
-
-        def emit(position: int, law: WordLaw) -> None:
+        # Draws in sorted word order whatever the cache holds: a seeded run gives the same
+        # words with any cache_mb and before or after precompute().
+        for position, law in enumerate(self._word_laws(unique, epsilon, gamma)):
             targets = order[bounds[position] : bounds[position + 1]]
             out[targets] = law.sample(rng, len(targets))
-
-        missing: list[int] = []
-        for position, word in enumerate(unique.tolist()):
-            law = self._cache.get((key, word))
-            if law is None:
-                missing.append(position)
-            else:
-                emit(position, law)
-        step = self._block_rows(8)
-        for start in range(0, len(missing), step):
-            block = missing[start : start + step]
-            words = unique[block]
-            for offset, (law, admitted) in enumerate(self._laws(words, epsilon, gamma)):
-                if admitted:
-                    word = int(words[offset])
-                    self._cache.put((key, word), law, self._rank(word))
-                emit(block[offset], law)  # before the next law reuses a scratch buffer
         return out
+
+    def _word_laws(self, unique: np.ndarray, epsilon: float, gamma: float) -> Iterator[WordLaw]:
+        """The law of each of the ``unique`` inputs, in order: from the cache, or built
+        block by block (an uncached law is valid until the next one is yielded)."""
+        key = self._cache_key(epsilon, gamma)
+        cached = [self._cache.get((key, word)) for word in unique.tolist()]
+        missing = np.array([law is None for law in cached], dtype=bool)
+        built = self._built_laws(unique[missing], key, epsilon, gamma)
+        for law in cached:
+            yield next(built) if law is None else law
+
+    def _built_laws(
+        self, ids: np.ndarray, key: tuple[Any, ...], epsilon: float, gamma: float
+    ) -> Iterator[WordLaw]:
+        """Laws of ``ids`` in order, in blocks sharing a distance pass; the cache keeps
+        those it admits."""
+        step = self._block_rows(8)
+        for start in range(0, len(ids), step):
+            block = ids[start : start + step]
+            for word, (law, admitted) in zip(
+                block.tolist(), self._laws(block, epsilon, gamma), strict=True
+            ):
+                if admitted:
+                    self._cache.put((key, word), law, self._rank(word))
+                yield law
 
     def _laws(
         self, ids: np.ndarray, epsilon: float, gamma: float, *, admit_all: bool = False
