@@ -85,7 +85,7 @@ class DoorSettings:
         """Check every setting; raise TypeError/ValueError naming the first bad one."""
         from . import registry
         from .embeddings.table import EmbeddingTable
-        from .mechanisms.base import OOV_POLICIES
+        from .mechanisms.base import OOV_POLICIES, Mechanism
 
         if epsilon is None:
             raise ValueError(
@@ -99,7 +99,10 @@ class DoorSettings:
             raise ValueError(
                 f"mechanism_params may not set {', '.join(reserved)}: use the door's own setting"
             )
-        _check_options(registry.resolve(registry.mechanisms, mechanism), mechanism_params)
+        factory = registry.resolve(registry.mechanisms, mechanism)
+        _check_options(factory, mechanism_params)
+        if isinstance(factory, type) and issubclass(factory, Mechanism):
+            factory.check_options(**mechanism_params)  # values, before any table is loaded
         if not isinstance(embeddings, str | EmbeddingTable):
             raise TypeError(
                 f"embeddings must be a registry name (str) or an EmbeddingTable, got "

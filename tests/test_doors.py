@@ -19,6 +19,9 @@ from tests.door_fixtures import KaryRandomizedResponse, register
 FAST = {"embeddings": "glove-6b-50d", "vocab_size": 2000}
 
 
+TEM = {"mechanism": "tem"}
+
+
 @pytest.mark.parametrize(
     ("changes", "error", "message"),
     [
@@ -49,6 +52,16 @@ FAST = {"embeddings": "glove-6b-50d", "vocab_size": 2000}
         ({"seed": -1}, ValueError, "seed must be >= 0"),
         ({"seed": 1.5}, TypeError, "seed must be an integer"),
         ({"seed": np.random.default_rng(0)}, TypeError, "random_state must be None"),
+        # Option values too, before any table is loaded (were: on the first document).
+        (TEM | {"mechanism_params": {"beta": 2.0}}, ValueError, "beta must lie in (0, 1)"),
+        (TEM | {"mechanism_params": {"metric": "cosine"}}, ValueError, "metric must be one of"),
+        (TEM | {"mechanism_params": {"gamma": -1}}, ValueError, "gamma"),
+        (TEM | {"mechanism_params": {"beta": 0.1, "gamma": 1}}, ValueError, "beta or gamma"),
+        (TEM | {"mechanism_params": {"cache_mb": "big"}}, TypeError, "cache_mb"),
+        ({"mechanism_params": {"index": "ivf"}}, ValueError, "index must be one of"),
+        ({"mechanism_params": {"index_params": {"m": 0}}}, ValueError, "does not take"),
+        ({"mechanism_params": {"index": "hnsw", "index_params": {"m": 0}}}, ValueError, "m must"),
+        ({"mechanism": "brr", "mechanism_params": {"n_bits": 0}}, ValueError, "n_bits must"),
     ],
 )
 def test_bad_settings_raise_clear_errors(changes, error, message):

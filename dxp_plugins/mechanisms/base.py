@@ -139,6 +139,17 @@ class Mechanism(ABC):
     def metric(self) -> str:
         """The metric the guarantee is stated in (fixed; a plugin may set a class attribute)."""
 
+    @classmethod
+    def check_options(cls, **options: Any) -> None:
+        """Raise TypeError/ValueError for option values no vocabulary could make valid.
+
+        The doors call it when they are configured (``add_pipe``, ``TextPrivatizer``, the
+        CLI), before any embeddings are loaded, so that a bad value fails there and not on
+        the first document. Checks that need the table stay in ``__init__``; option names
+        are checked against the constructor's signature.
+        """
+        return
+
     # -- what subclasses implement ---------------------------------------------------------
     @abstractmethod
     def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -91,8 +91,9 @@ class BRR(Mechanism):
         super().__init__(
             embeddings, epsilon, oov=oov, random_state=random_state, accountant=accountant
         )
+        self.check_options(n_bits=n_bits)
         if codes is None:
-            length = DEFAULT_N_BITS if n_bits is None else check_int(n_bits, "n_bits", minimum=1)
+            length = DEFAULT_N_BITS if n_bits is None else n_bits
             self._codes = BinaryCodes.simhash(self.embeddings, length)
             self._unk_code = simhash_packed(self.embeddings.unk_vector(), length)[0]
         else:
@@ -105,6 +106,12 @@ class BRR(Mechanism):
             if n_bits is not None and check_int(n_bits, "n_bits") != self.codes.n_bits:
                 raise ValueError(f"n_bits={n_bits} but the codes have {self.codes.n_bits} bits")
             self._unk_code = self.codes.majority()
+
+    @classmethod
+    def check_options(cls, *, n_bits: Any = None, **_: Any) -> None:
+        """A code length of at least one bit (codes are checked against the table)."""
+        if n_bits is not None:
+            check_int(n_bits, "n_bits", minimum=1)
 
     @classmethod
     def from_codes(cls, words: Any, codes: Any, epsilon: float, **params: Any) -> BRR:

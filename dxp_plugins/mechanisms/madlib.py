@@ -10,6 +10,7 @@ post-processing of the noisy vector (PRIVACY.md 1-4).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -76,9 +77,16 @@ class Madlib(Mechanism):
         super().__init__(
             embeddings, epsilon, oov=oov, random_state=random_state, accountant=accountant
         )
+        self.check_options(index=index, index_params=index_params)
         self._index = index
         self._index_params = dict(index_params or {})
-        check_index_params(self._index, self._index_params)
+
+    @classmethod
+    def check_options(cls, *, index: Any = "exact", index_params: Any = None, **_: Any) -> None:
+        """A known index and parameters it takes (values too for HNSW)."""
+        if index_params is not None and not isinstance(index_params, Mapping):
+            raise TypeError("index_params must be a dict of HNSW parameters")
+        check_index_params(index, dict(index_params or {}))
 
     @property
     def metric(self) -> str:

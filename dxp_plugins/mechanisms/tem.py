@@ -376,18 +376,13 @@ class TEM(Mechanism):
         super().__init__(
             embeddings, epsilon, oov=oov, random_state=random_state, accountant=accountant
         )
-        if beta is not None and gamma is not None:
-            raise ValueError("give beta or gamma, not both")
+        self.check_options(
+            beta=beta, gamma=gamma, metric=metric, constant_work=constant_work, cache_mb=cache_mb
+        )
         self._metric: Metric = get_metric(metric)
         self._gamma = None if gamma is None else _check_gamma(gamma)
         self.beta = None if gamma is not None else (DEFAULT_BETA if beta is None else beta)
-        if not isinstance(constant_work, bool | np.bool_):
-            raise TypeError("constant_work must be True or False")
         self._constant_work = bool(constant_work)
-        if isinstance(cache_mb, bool) or not isinstance(cache_mb, int | float):
-            raise TypeError("cache_mb must be a number")
-        if not (math.isfinite(cache_mb) and cache_mb >= 0):
-            raise ValueError("cache_mb must be a finite number >= 0")
         self._cache_mb = cache_mb
         self._cache = LawCache(int(cache_mb * (1 << 20)))
         self._local = threading.local()  # per-thread scratch buffer for uncached laws
@@ -395,6 +390,34 @@ class TEM(Mechanism):
         if self.oov == "unk":  # otherwise checked only if an id -1 asks for it
             self._check_unk_point()
         self._warn_if_untruncated()
+
+    @classmethod
+    def check_options(
+        cls,
+        *,
+        beta: Any = None,
+        gamma: Any = None,
+        metric: Any = "euclidean",
+        constant_work: Any = False,
+        cache_mb: Any = DEFAULT_CACHE_MB,
+        **_: Any,
+    ) -> None:
+        """The options' own checks (beta in (0, 1), gamma >= 0, a metric name or callable,
+        ...); whether beta gives a radius for the table's size is checked in ``__init__``."""
+        if beta is not None and gamma is not None:
+            raise ValueError("give beta or gamma, not both")
+        if beta is not None:
+            check_probability(beta, "beta")
+        if gamma is not None:
+            _check_gamma(gamma)
+        if not callable(metric):  # a callable is tried on the table's rows in __init__
+            get_metric(metric)
+        if not isinstance(constant_work, bool | np.bool_):
+            raise TypeError("constant_work must be True or False")
+        if isinstance(cache_mb, bool) or not isinstance(cache_mb, int | float):
+            raise TypeError("cache_mb must be a number")
+        if not (math.isfinite(cache_mb) and cache_mb >= 0):
+            raise ValueError("cache_mb must be a finite number >= 0")
 
     def _check_unk_point(self) -> None:
         """ValueError if the metric is undefined at the UNK point (angles at a zero centroid)."""
