@@ -9,21 +9,36 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 VENV=.venv
+usable() {
+  command -v "$1" >/dev/null 2>&1 &&
+    "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+}
+
 pick_python() {
-  for candidate in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
-    [ -n "$candidate" ] || continue
-    if command -v "$candidate" >/dev/null 2>&1 &&
-       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-      echo "$candidate"; return 0
-    fi
+  if [ -n "${PYTHON:-}" ]; then  # asked for: that one or an error, never another
+    usable "$PYTHON" && { echo "$PYTHON"; return 0; }
+    echo "dev.sh: PYTHON=$PYTHON is not a Python >= 3.11" >&2
+    return 1
+  fi
+  for candidate in python3.11 python3.12 python3.13 python3; do
+    usable "$candidate" && { echo "$candidate"; return 0; }
   done
   echo "dev.sh: Python >= 3.11 not found (set PYTHON=/path/to/python3.11)" >&2
   return 1
 }
 
+version_of() { "$1" -c 'import sys; print(sys.version)'; }
+
 setup() {
+  local python
+  python=$(pick_python)
+  if [ -x "$VENV/bin/python" ] && [ -n "${PYTHON:-}" ] &&
+     [ "$(version_of "$VENV/bin/python")" != "$(version_of "$python")" ]; then
+    echo "dev.sh: $VENV runs another Python than PYTHON=$PYTHON: recreating it" >&2
+    rm -rf "$VENV"
+  fi
   if [ ! -x "$VENV/bin/python" ]; then
-    "$(pick_python)" -m venv "$VENV"
+    "$python" -m venv "$VENV"
   fi
   # Reinstall only when the package metadata changed (entry points live there).
   local stamp="$VENV/.dxp-installed" want
