@@ -87,7 +87,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         histogram). Used as given, never copied: clones (``clone``, ``GridSearchCV``,
         ``cross_val_score``) in one process charge the same ledger, so its cap holds across
         them. A process-based ``n_jobs`` worker gets a pickled copy, which refuses to
-        charge when a cap is set (see :class:`~dxp_plugins.Accountant`).
+        charge when a cap is set (see :class:`~dxp_plugins.Accountant`) and without one
+        records its releases in the worker only: this process's ledger does not move.
     """
 
     def __init__(

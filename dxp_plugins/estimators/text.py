@@ -63,7 +63,8 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         An :class:`~dxp_plugins.Accountant` that every release charges (its cap refuses a
         release before any noise is drawn), kept across fits and shared by clones in one
         process; None (default): a fresh one per ``fit``. A pickled copy (a process-based
-        ``n_jobs`` worker, a loaded model) refuses to charge when a cap is set.
+        ``n_jobs`` worker, a loaded model) refuses to charge when a cap is set, and without
+        one records its releases in that copy only (this process's ledger does not move).
 
     The output is always a list of str: ``set_output`` (which ``Pipeline.set_output`` calls
     on every step) is accepted and leaves it so.
