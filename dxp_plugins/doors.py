@@ -100,7 +100,7 @@ class DoorSettings:
                 f"mechanism_params may not set {', '.join(reserved)}: use the door's own setting"
             )
         factory = registry.resolve(registry.mechanisms, mechanism)
-        _check_options(factory, mechanism_params)
+        _check_option_names(factory, mechanism_params)
         if isinstance(factory, type) and issubclass(factory, Mechanism):
             factory.check_options(**mechanism_params)  # values, before any table is loaded
         if not isinstance(embeddings, str | EmbeddingTable):
@@ -388,7 +388,7 @@ def _check_params(params: Any, setting: str) -> dict[str, Any]:
     return dict(params)
 
 
-def _check_options(factory: Any, params: Mapping[str, Any]) -> None:
+def _check_option_names(factory: Any, params: Mapping[str, Any]) -> None:
     """Unknown mechanism options fail now, not when the embeddings are first loaded."""
     try:
         signature = inspect.signature(factory)
