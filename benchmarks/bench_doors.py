@@ -14,7 +14,16 @@ import argparse
 import sys
 
 import spacy
-from common import best_time, machine, markdown_table, peak_rss_mb, save
+from common import (
+    best_time,
+    epsilon_arg,
+    glove_vocab,
+    machine,
+    markdown_table,
+    peak_rss_mb,
+    positive_int,
+    save,
+)
 
 import dxp_plugins as dxp
 from dxp_plugins import TextPrivatizer
@@ -22,12 +31,12 @@ from dxp_plugins.datasets import load_pang_lee
 from dxp_plugins.text import privatize_texts, tokenize
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sentences", type=int, default=2000)
-    parser.add_argument("--vocab-size", type=int, default=20_000)
-    parser.add_argument("--epsilon", type=float, default=10.0)
-    args = parser.parse_args()
+    parser.add_argument("--sentences", type=positive_int, default=2000)
+    parser.add_argument("--vocab-size", type=glove_vocab, default=20_000)
+    parser.add_argument("--epsilon", type=epsilon_arg, default=10.0)
+    args = parser.parse_args(argv)
 
     texts = [text.strip() for text in load_pang_lee("sentences")[0][: args.sentences]]
     tokenized = [tokenize(text) for text in texts]

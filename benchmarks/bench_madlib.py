@@ -16,7 +16,16 @@ import time
 
 import faiss
 import numpy as np
-from common import best_time, machine, markdown_table, peak_rss_mb, save
+from common import (
+    best_time,
+    epsilon_arg,
+    glove_vocab,
+    machine,
+    markdown_table,
+    peak_rss_mb,
+    positive_int,
+    save,
+)
 
 import dxp_plugins as dxp
 from dxp_plugins.datasets import load_pang_lee
@@ -78,13 +87,13 @@ def measure(vocab: int, tokens: list[str], epsilon: float, repeats: int) -> dict
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--words", type=int, default=2000)
-    parser.add_argument("--vocab", type=int, nargs="+", default=[100_000, 400_000])
-    parser.add_argument("--epsilon", type=float, default=10.0)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--words", type=positive_int, default=2000)
+    parser.add_argument("--vocab", type=glove_vocab, nargs="+", default=[100_000, 400_000])
+    parser.add_argument("--epsilon", type=epsilon_arg, default=10.0)
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    args = parser.parse_args(argv)
 
     tokens = review_tokens(args.words)
     rows = [measure(v, tokens, args.epsilon, args.repeats) for v in args.vocab]

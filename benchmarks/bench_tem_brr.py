@@ -15,18 +15,24 @@ ratios to Madlib exact measured in that same run (the machine is shared and nois
   several-fold within minutes)
 * TEM (epsilon 1, 2, 5; beta 1e-3): *cold* = the first call on a fresh mechanism (no cached
   laws; best of 3 fresh mechanisms), *warm* = the same tokens again, best of 3 (the laws
-  of the most frequent words that fit the default 64 MiB cache are reused; also with a
-  1 GiB cache at epsilon 2);
+  of the most frequent words that fit this benchmark's 256 MiB cache are reused -- the
+  library default is 64 MiB; also with a 1 GiB cache at epsilon 2);
   ``constant_work=True`` on a shorter sample;
 * BRR (epsilon 1, 256-bit SimHash codes): best of 3, codes and index built beforehand;
   storage against Madlib, 10-nearest-neighbour overlap of the codes (1,000 most frequent
   words), and the privacy ratio to Madlib's Euclidean metric (equivalent epsilon).
+
+"x mldp-text TEM" divides TEM's cold words/s by mldp-text's TEM words/s at the same
+vocabulary size, read from the last peers run, ``benchmarks/results/peers.json``
+(benchmarks/peers/run.py, not re-measured here); a labelled fallback constant is used only
+when that file or row is missing. The output names the source of each divisor.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -35,10 +41,61 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import best_time, machine, markdown_table, peak_rss_mb, save
+from benchmarks.common import (
+    RESULTS,
+    best_time,
+    glove_vocab,
+    machine,
+    markdown_table,
+    peak_rss_mb,
+    positive_int,
+    save,
+)
 
-#: mldp-text's TEM on this kind of machine (PEERS.md): words/s at 100k and 400k words.
-MLDP_TEM = {100_000: 2.5, 400_000: 0.5}
+ROOT = Path(__file__).resolve().parent.parent
+#: The peers run whose mldp-text TEM rows divide the "x mldp-text TEM" column.
+PEERS_RESULTS = RESULTS / "peers.json"
+#: Used only when PEERS_RESULTS has no usable mldp-text TEM row at a vocabulary size:
+#: mldp-text's TEM words/s (epsilon 2) in benchmarks/results/peers.json of 2026-11-22.
+MLDP_TEM_FALLBACK = {100_000: 2.25, 400_000: 0.348}
+
+
+def mldp_tem_reference(vocabs: list[int], path: Path = PEERS_RESULTS) -> dict[int, dict[str, Any]]:
+    """mldp-text's TEM words/s per vocabulary size, each with where the number comes from."""
+    try:
+        shown = str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        shown = str(path)
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        rows, date = payload.get("results", []), payload.get("date", "undated")
+    except (OSError, ValueError, AttributeError):
+        rows, date = [], ""
+    measured = {
+        row["vocab_size"]: {
+            "words_per_s": row["words_per_s"],
+            "source": f"{shown} ({date} run, mldp-text TEM at epsilon "
+            f"{row.get('epsilon', math.nan):g}, {row.get('words_done', '?')} words timed)",
+        }
+        for row in rows
+        if isinstance(row, dict)
+        and row.get("system") == "mldp-text"
+        and row.get("mechanism") == "tem"
+        and "error" not in row
+        and "vocab_size" in row
+        and row.get("words_per_s")
+    }
+    reference = {}
+    for vocab in vocabs:
+        if vocab in measured:
+            reference[vocab] = measured[vocab]
+        elif vocab in MLDP_TEM_FALLBACK:
+            reference[vocab] = {
+                "words_per_s": MLDP_TEM_FALLBACK[vocab],
+                "source": f"FALLBACK CONSTANT (no mldp-text TEM row at this size in {shown}; "
+                "value of the 2026-11-22 peers run)",
+            }
+    return reference
 
 
 def word_sample(n_tokens: int, seed: int = 0) -> list[str]:
@@ -128,15 +185,16 @@ def run_in_subprocess(config: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--vocab", type=int, nargs="+", default=[100_000, 400_000])
-    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--vocab", type=glove_vocab, nargs="+", default=[100_000, 400_000])
+    parser.add_argument("--tokens", type=positive_int, default=2000)
     parser.add_argument("--one", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(json.loads(args.one))))
         return
+    peer = mldp_tem_reference(args.vocab)
     rows, results = [], []
     for vocab in args.vocab:
         base = {"vocab": vocab, "tokens": args.tokens}
@@ -163,7 +221,9 @@ def main() -> None:
             speed = item.get("words_per_s", item.get("cold_words_per_s"))
             warm = item.get("warm_words_per_s", "")
             versus_peer = (
-                speed / MLDP_TEM[vocab] if item["kind"] == "tem" and vocab in MLDP_TEM else ""
+                speed / peer[vocab]["words_per_s"]
+                if item["kind"] == "tem" and vocab in peer
+                else ""
             )
             rows.append(
                 [
@@ -211,9 +271,26 @@ def main() -> None:
             for item in brr
         ],
     )
-    print(f"{machine()}\nsample: {args.tokens} Pang & Lee tokens\n\n{table}\n\n{extra}")
+    divisors = "\n".join(
+        f"* {vocab:,} words: {peer[vocab]['words_per_s']:.3g} words/s, {peer[vocab]['source']}"
+        if vocab in peer
+        else f"* {vocab:,} words: no mldp-text TEM figure (column left empty)"
+        for vocab in args.vocab
+    )
+    print(
+        f"{machine()}\nsample: {args.tokens} Pang & Lee tokens\n\n{table}\n\n"
+        f'"x mldp-text TEM" = TEM words/s (cold) / mldp-text\'s TEM words/s, not re-measured '
+        f"here:\n{divisors}\n\n{extra}"
+    )
     path = save(
-        "tem_brr", {"tokens": args.tokens, "results": results, "table": table, "brr_table": extra}
+        "tem_brr",
+        {
+            "tokens": args.tokens,
+            "results": results,
+            "table": table,
+            "brr_table": extra,
+            "mldp_text_tem_reference": {str(vocab): peer[vocab] for vocab in peer},
+        },
     )
     print(f"\nsaved {path}", file=sys.stderr)
 

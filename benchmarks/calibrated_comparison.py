@@ -19,8 +19,18 @@ import sys
 import time
 import warnings
 
-from common import add_faiss_threads, markdown_table, save, set_faiss_threads
-from sentiment import Task, run
+from common import (
+    add_faiss_threads,
+    float_range,
+    glove_vocab,
+    int_range,
+    markdown_table,
+    positive_float,
+    positive_int,
+    save,
+    set_faiss_threads,
+)
+from sentiment import MAX_TRAIN_DOCS, Task, run
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import choose_epsilon, sample_words
@@ -32,18 +42,22 @@ GRIDS = {
 }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--vocab-size", type=int, default=20_000)
-    parser.add_argument("--words", type=int, default=100, help="calibration words")
-    parser.add_argument("--pool", type=int, default=10_000, help="drawn from the N most frequent")
-    parser.add_argument("--samples", type=int, default=500, help="Monte Carlo draws per word")
-    parser.add_argument("--max-n-w", type=float, default=0.5)
-    parser.add_argument("--min-s-w", type=float, default=50)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--train-docs", type=int, default=200)
+    parser.add_argument("--vocab-size", type=glove_vocab, default=20_000)
+    parser.add_argument("--words", type=positive_int, default=100, help="calibration words")
+    parser.add_argument(
+        "--pool", type=positive_int, default=10_000, help="drawn from the N most frequent"
+    )
+    parser.add_argument(
+        "--samples", type=positive_int, default=500, help="Monte Carlo draws per word"
+    )
+    parser.add_argument("--max-n-w", type=float_range(0.0, 1.0), default=0.5)
+    parser.add_argument("--min-s-w", type=positive_float, default=50)
+    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument("--train-docs", type=int_range(2, MAX_TRAIN_DOCS), default=200)
     add_faiss_threads(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     set_faiss_threads(args)
     warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)
     started = time.perf_counter()

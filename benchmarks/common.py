@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import resource
 import sys
@@ -18,6 +19,73 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
+#: Rows of GloVe 6B 50d: the largest vocabulary a benchmark can ask for.
+GLOVE_WORDS = 400_000
+
+
+# -- argparse types: bad values fail at parse time with one line (exit 2), before any work ----
+def int_range(low: int, high: int | None = None, why: str = "") -> Callable[[str], int]:
+    """An argparse ``type``: an integer in [low, high] (no upper bound when ``high`` is None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            allowed = f">= {low:,}" if high is None else f"between {low:,} and {high:,}"
+            raise argparse.ArgumentTypeError(f"must be an integer {allowed}{why}, got {text}")
+        return value
+
+    return parse
+
+
+def float_range(
+    low: float, high: float = math.inf, *, open_low: bool = False, open_high: bool = False
+) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number in the interval from ``low`` to ``high``."""
+    interval = f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        above = value > low if open_low else value >= low
+        below = value < high if open_high else value <= high
+        if not (math.isfinite(value) and above and below):
+            raise argparse.ArgumentTypeError(f"must be a number in {interval}, got {text}")
+        return value
+
+    return parse
+
+
+positive_int = int_range(1)
+positive_float = float_range(0.0, open_low=True)
+#: A vocabulary size of GloVe 6B 50d (a larger one would silently measure the 400k table).
+glove_vocab = int_range(1, GLOVE_WORDS, why=f" (GloVe 6B has {GLOVE_WORDS:,} words)")
+
+
+def epsilon_arg(text: str) -> float:
+    """An argparse ``type``: an epsilon the mechanisms accept."""
+    from dxp_plugins._validation import MAX_EPSILON, MIN_EPSILON
+
+    return float_range(MIN_EPSILON, MAX_EPSILON)(text)
+
+
+def epsilon_list(text: str) -> list[float]:
+    """An argparse ``type``: comma-separated epsilons, e.g. ``1,2,5``."""
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    return [epsilon_arg(item) for item in items]
+
+
+def file_stem(text: str) -> str:
+    """An argparse ``type``: a file name without folders (results go to a fixed folder)."""
+    if not text or text in {".", ".."} or "/" in text or "\\" in text:
+        raise argparse.ArgumentTypeError(f"must be a file name without folders, got {text!r}")
+    return text
 
 
 def best_time(function: Callable[[], Any], repeats: int = 3) -> float:
@@ -70,7 +138,7 @@ def add_faiss_threads(parser: argparse.ArgumentParser) -> None:
     """``--faiss-threads`` (default 1); apply it with :func:`set_faiss_threads` after parsing."""
     parser.add_argument(
         "--faiss-threads",
-        type=int,
+        type=positive_int,
         default=1,
         help="OpenMP threads for faiss (default 1: on a shared 2-core machine hand-offs cost more)",
     )

@@ -34,13 +34,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import dxp_plugins as dxp
-from benchmarks.common import RESULTS, best_time, machine, markdown_table, save
+from benchmarks.common import RESULTS, best_time, machine, markdown_table, positive_int, save
 from dxp_plugins import topics
 from dxp_plugins.datasets import load_20newsgroups
 from dxp_plugins.lplp import GroupingContext, LPLPRelease, make_groups
 from dxp_plugins.lplp.weights import public_weights
 
 SETTINGS = [(0.5, 1), (0.5, 10), (5.0, 1), (5.0, 10)]
+#: The public vocabulary is drawn from the PUBLIC_POOL most frequent GloVe words.
+PUBLIC_POOL = 50_000
 GROUPINGS = ["none", "random", "frequency", "glove-cluster", "glove-disperse"]
 N_TOPICS = 20
 SEED = 0
@@ -81,23 +83,30 @@ def evaluate(private, data, vocabulary, reference_topics):
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="all 11,293 / 7,528 documents")
-    parser.add_argument("--vocab", type=int, default=1000, help="public vocabulary size M")
-    parser.add_argument("--ratio", type=int, default=4, help="compression M/K")
+    parser.add_argument("--vocab", type=positive_int, default=1000, help="public vocabulary size M")
+    parser.add_argument("--ratio", type=positive_int, default=4, help="compression M/K")
     parser.add_argument(
         "--throughput", action="store_true", help="only docs/s on the whole training set"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.ratio > args.vocab:
+        parser.error(f"--ratio {args.ratio} leaves no group: it must be at most --vocab")
     warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=PUBLIC_POOL)
+    vocabulary = public_vocabulary(table, args.vocab)
+    if len(vocabulary) < args.vocab:
+        parser.error(
+            f"--vocab {args.vocab:,}: only {len(vocabulary):,} public words (alphabetic, "
+            f"longer than 2 letters, not stop words) among the {PUBLIC_POOL:,} most frequent"
+        )
     if args.throughput:
-        throughput(args.vocab, args.ratio)
+        throughput(vocabulary, args.vocab, args.ratio)
         return
     from sklearn.feature_extraction.text import CountVectorizer
 
-    table = dxp.load_embeddings("glove-6b-50d", vocab_size=50_000)
-    vocabulary = public_vocabulary(table, args.vocab)
     n_groups = len(vocabulary) // args.ratio
     vectorizer = CountVectorizer(vocabulary=vocabulary)
     train_texts, train_labels = load_20newsgroups("train")
@@ -230,12 +239,10 @@ def main() -> None:
     plot(rows, baseline, RESULTS / f"{name}.png")
 
 
-def throughput(vocab: int, ratio: int) -> None:
+def throughput(vocabulary: list[str], vocab: int, ratio: int) -> None:
     """docs/s of compress + noise + decompress on all 11,293 training posts (secure noise)."""
     from sklearn.feature_extraction.text import CountVectorizer
 
-    table = dxp.load_embeddings("glove-6b-50d", vocab_size=50_000)
-    vocabulary = public_vocabulary(table, vocab)
     counts = CountVectorizer(vocabulary=vocabulary).transform(load_20newsgroups("train")[0])
     context = GroupingContext(len(vocabulary), len(vocabulary) // ratio, np.random.default_rng())
     groups = {

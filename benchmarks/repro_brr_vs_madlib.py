@@ -26,8 +26,18 @@ import time
 import warnings
 from pathlib import Path
 
-from common import add_faiss_threads, markdown_table, plot_accuracy_by_n_w, save, set_faiss_threads
-from sentiment import Task, run
+from common import (
+    add_faiss_threads,
+    epsilon_list,
+    glove_vocab,
+    int_range,
+    markdown_table,
+    plot_accuracy_by_n_w,
+    positive_int,
+    save,
+    set_faiss_threads,
+)
+from sentiment import MAX_TRAIN_DOCS, Task, run
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import plausible_deniability, privacy_ratio, sample_words
@@ -46,26 +56,39 @@ less accurate at Madlib epsilon 5-10, and the two met at 20; brr_vs_madlib_accur
 puts both on the N_w axis."""
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="1,200 training reviews, 100k words")
-    parser.add_argument("--epsilons", default="5,10,20", help="Madlib epsilons (comma-separated)")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--train-docs", type=int, help="private training reviews (default 200)")
-    parser.add_argument("--vocab-size", type=int, help="most frequent GloVe words (default 20k)")
-    parser.add_argument("--n-bits", type=int, default=256, help="BRR code length")
+    parser.add_argument(
+        "--epsilons",
+        type=epsilon_list,
+        default="5,10,20",
+        help="Madlib epsilons (comma-separated, default 5,10,20)",
+    )
+    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument(
+        "--train-docs",
+        type=int_range(2, MAX_TRAIN_DOCS),
+        help=f"private training reviews (default 200; full {MAX_TRAIN_DOCS:,})",
+    )
+    parser.add_argument(
+        "--vocab-size", type=glove_vocab, help="most frequent GloVe words (default 20k; full 100k)"
+    )
+    parser.add_argument("--n-bits", type=positive_int, default=256, help="BRR code length")
     parser.add_argument(
         "--statistic", choices=["average", "maximum"], default="average", help="P_d used for R"
     )
-    parser.add_argument("--words", type=int, default=100, help="words for N_w / S_w")
-    parser.add_argument("--samples", type=int, default=300, help="draws per word for N_w / S_w")
+    parser.add_argument("--words", type=positive_int, default=100, help="words for N_w / S_w")
+    parser.add_argument(
+        "--samples", type=positive_int, default=300, help="draws per word for N_w / S_w"
+    )
     parser.add_argument("--figures", type=Path, help="write the privacy-utility PNG here")
     add_faiss_threads(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     set_faiss_threads(args)
-    epsilons = [float(e) for e in args.epsilons.split(",")]
-    train_docs = args.train_docs if args.train_docs else (None if args.full else 200)
-    vocab_size = args.vocab_size or (100_000 if args.full else 20_000)
+    epsilons = args.epsilons
+    train_docs = (None if args.full else 200) if args.train_docs is None else args.train_docs
+    vocab_size = (100_000 if args.full else 20_000) if args.vocab_size is None else args.vocab_size
     warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)
     started = time.perf_counter()
 

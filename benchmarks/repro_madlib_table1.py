@@ -26,7 +26,14 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from common import add_faiss_threads, markdown_table, save, set_faiss_threads
+from common import (
+    add_faiss_threads,
+    file_stem,
+    markdown_table,
+    positive_int,
+    save,
+    set_faiss_threads,
+)
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import (
@@ -98,22 +105,29 @@ def deniability(
     return results
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="1000 words x 1000 draws, exact")
-    parser.add_argument("--words", type=int, help="words sampled (default 200; full 1000)")
-    parser.add_argument("--samples", type=int, help="draws per word (default 500; full 1000)")
-    parser.add_argument("--pool", type=int, default=10_000, help="sample among the N most frequent")
-    parser.add_argument("--table1-draws", type=int, default=200)
+    parser.add_argument("--words", type=positive_int, help="words sampled (default 200; full 1000)")
+    parser.add_argument(
+        "--samples", type=positive_int, help="draws per word (default 500; full 1000)"
+    )
+    parser.add_argument(
+        "--pool", type=positive_int, default=10_000, help="sample among the N most frequent"
+    )
+    parser.add_argument("--table1-draws", type=positive_int, default=200)
     parser.add_argument("--figures", type=Path, help="write PNG figures to this folder")
     parser.add_argument(
-        "--name", default="repro_madlib_table1", help="results file: benchmarks/results/NAME.json"
+        "--name",
+        type=file_stem,
+        default="repro_madlib_table1",
+        help="results file: benchmarks/results/NAME.json",
     )
     add_faiss_threads(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     set_faiss_threads(args)
-    words_n = args.words or (1000 if args.full else 200)
-    samples = args.samples or (1000 if args.full else 500)
+    words_n = (1000 if args.full else 200) if args.words is None else args.words
+    samples = (1000 if args.full else 500) if args.samples is None else args.samples
     index = "exact" if args.full else "hnsw"
     warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)
     started = time.perf_counter()

@@ -21,6 +21,9 @@ import numpy as np
 from dxp_plugins.datasets import load_pang_lee
 from dxp_plugins.text import privatize_texts
 
+#: Private training reviews a split can hold: 1,500 Pang & Lee reviews less 300 (20%) for test.
+MAX_TRAIN_DOCS = 1200
+
 
 @dataclass
 class Task:

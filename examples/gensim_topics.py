@@ -59,6 +59,12 @@ def main() -> None:
     parser.add_argument("--per-group", type=int, default=200, help="posts per newsgroup")
     parser.add_argument("--vocab-size", type=int, default=20_000, help="GloVe words kept")
     args = parser.parse_args()
+    if not 0 < args.epsilon <= 700:
+        parser.error("--epsilon must be in (0, 700]")
+    if args.per_group < 1:
+        parser.error("--per-group must be at least 1")
+    if not 1 <= args.vocab_size <= 400_000:
+        parser.error("--vocab-size must be between 1 and 400,000 (GloVe 6B's size)")
 
     texts, groups = load_20newsgroups("train")
     sample = random.Random(0)  # which posts: public choice, not privacy noise

@@ -48,6 +48,12 @@ def main() -> None:
     parser.add_argument("--test-size", type=float, default=0.3)
     parser.add_argument("--figure", type=Path, default=OUTPUT / "sentiment_accuracy.png")
     args = parser.parse_args()
+    if not all(0 < epsilon <= 700 for epsilon in args.epsilons):
+        parser.error("every --epsilons value must be in (0, 700]")
+    if not 1 <= args.vocab_size <= 400_000:
+        parser.error("--vocab-size must be between 1 and 400,000 (GloVe 6B's size)")
+    if not 0 < args.test_size < 1:
+        parser.error("--test-size must be a fraction in (0, 1)")
 
     texts, labels = load_pang_lee("reviews")
     train, test, y_train, y_test = train_test_split(

