@@ -17,7 +17,7 @@ usable() {
 pick_python() {
   if [ -n "${PYTHON:-}" ]; then  # asked for: that one or an error, never another
     usable "$PYTHON" && { echo "$PYTHON"; return 0; }
-    echo "dev.sh: PYTHON=$PYTHON is not a Python >= 3.11" >&2
+    echo "dev.sh: PYTHON=$PYTHON: not found, or not a Python >= 3.11" >&2
     return 1
   fi
   for candidate in python3.11 python3.12 python3.13 python3; do

@@ -362,7 +362,7 @@ def _word_ids(
     as_array = np.asarray(words)
     if np.issubdtype(as_array.dtype, np.integer):
         ids = as_array.astype(np.int64).ravel()
-        if ids.min() < 0 or ids.max() >= len(table):
+        if np.min(ids) < 0 or np.max(ids) >= len(table):
             raise ValueError(f"word ids must lie in [0, {len(table)})")
     else:
         if not all(isinstance(word, str) for word in words):

@@ -38,7 +38,7 @@ def check_totals(counts: sp.csr_matrix, axis: int, what: str) -> None:
     # Cheap sufficient bound first (largest entry x most entries in one line), so the usual
     # case does not pay for a float64 copy of the data.
     lines = np.diff(counts.indptr) if axis == 1 else np.bincount(counts.indices)
-    if float(counts.data.max()) * float(lines.max()) < MAX_TOTAL:
+    if float(counts.data.max()) * float(np.max(lines)) < MAX_TOTAL:
         return
     totals = np.asarray(counts.astype(np.float64).sum(axis=axis))
     if totals.max() >= MAX_TOTAL:
@@ -154,7 +154,7 @@ class DecompressionPlan:
         positions = np.arange(len(order))
         last = starts[:-1].copy()  # never outside the group
         np.maximum.at(last, group, np.where(probability > 0, positions, starts[group]))
-        width = int(sizes.max())
+        width = int(np.max(sizes))
         slot = positions - starts[group]
         padded = np.zeros((n_groups, width))
         padded[group, slot] = probability

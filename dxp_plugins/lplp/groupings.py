@@ -164,7 +164,7 @@ def glove_disperse_grouping(
 def disperse(clusters: np.ndarray, n_groups: int, rng: np.random.Generator) -> np.ndarray:
     """Deal each cluster's members, in random order, to consecutive groups (mod K)."""
     n_clusters = int(clusters.max()) + 1
-    if np.bincount(clusters, minlength=n_clusters).max() > n_groups:
+    if np.max(np.bincount(clusters, minlength=n_clusters)) > n_groups:
         raise ValueError("a cluster larger than n_groups cannot be dispersed")
     dealt = np.concatenate(
         [rng.permutation(np.flatnonzero(clusters == c)) for c in range(n_clusters)]

@@ -200,7 +200,7 @@ class WordLaw:
         if top_score is not None:
             top = top_score / scale
         else:
-            top = float(scores.max()) if n_inside else -math.inf
+            top = float(np.max(scores)) if n_inside else -math.inf
         bottom = -math.inf
         if n_outside:
             bottom = float(bottom_score(gamma, n_outside, n_inside, epsilon)) / scale
