@@ -155,7 +155,7 @@ def test_dataframe_columns_must_be_the_vocabulary_in_order(counts, vocabulary):
 def test_a_sparse_array_comes_back_as_a_sparse_array(counts, container):
     private = LPLPTransformer(epsilon=2.0, n_groups=50).fit_transform(container(counts[:20]))
     assert isinstance(private, sp.csr_array) and private.dtype == np.int64
-    assert private[0].shape == (counts.shape[1],)
+    assert private.shape == (20, counts.shape[1])
 
 
 def test_transforming_no_documents_releases_nothing(counts):
