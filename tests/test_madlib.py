@@ -185,3 +185,21 @@ def test_index_params_are_a_copy_and_the_accountant_is_validated(glove_5k):
     mech.accountant = accountant
     mech.privatize(["house", "home"])
     assert accountant.spent == 20.0
+
+
+def test_pickles_of_builds_with_plain_setting_attributes_still_load():
+    """Settings became read-only properties (embeddings -> _embeddings, codes -> _codes, ...):
+    mechanisms pickled by the build before (6a6c20d, the file in tests/data) loaded but
+    failed on first use ('no attribute _embeddings')."""
+    import pickle
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "mechanisms_before_read_only_settings.pkl"
+    mechanisms = pickle.loads(path.read_bytes())
+    for name, metric in (("madlib", "euclidean"), ("tem", "euclidean"), ("brr", "hamming")):
+        mechanism = mechanisms[name]
+        assert mechanism.embeddings.name in ("compass", "binary-codes")
+        assert mechanism.oov == "unk" and mechanism.metric == metric
+        assert mechanism.accountant.spent == pytest.approx(mechanism.epsilon)  # kept
+        assert set(mechanism.privatize(["north", "west"])) <= set(mechanism.embeddings.words)
+    assert mechanisms["brr"].n_bits == mechanisms["brr"].codes.n_bits == 3

@@ -132,3 +132,31 @@ def test_public_names_are_visible_to_type_checkers():
     assert set(literal_all) == eager | {"SeededRandomnessWarning", "__version__", *dxp._LAZY}
     assert set(dxp._LAZY) | set(dxp._SUBMODULES) <= re_exported
     assert resources.files("dxp_plugins").joinpath("py.typed").is_file()
+
+
+def test_mechanism_plugins_set_their_metric_either_way(glove_5k):
+    """A plugin names its metric as a class attribute (as KaryRandomizedResponse does) or
+    once in __init__ (as TEM does); neither can be reassigned afterwards."""
+    import numpy as np
+
+    from dxp_plugins.mechanisms.base import Mechanism
+    from tests.door_fixtures import KaryRandomizedResponse
+
+    class PerInstance(Mechanism):
+        name = "per-instance-test"
+
+        def __init__(self, embeddings, epsilon):
+            super().__init__(embeddings, epsilon)
+            self.metric = "discrete"
+
+        def _prepare(self):  # a plugin's own helper: no clash with the base class's hooks
+            return np.maximum
+
+        def _sample(self, ids, rng):  # plumbing only: every word to its own row
+            return self._prepare()(ids, 0)
+
+    for mechanism in (PerInstance(glove_5k, 1.0), KaryRandomizedResponse(glove_5k, 1.0)):
+        assert mechanism.privatize_ids(np.array([3])).shape == (1,)
+        assert mechanism.last_guarantee.metric == "discrete"
+        with pytest.raises(AttributeError, match="metric is read-only"):
+            mechanism.metric = "euclidean"

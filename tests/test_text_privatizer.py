@@ -105,6 +105,18 @@ def test_vocab_size_applies_to_a_table_object(glove_5k):
         TextPrivatizer(epsilon=6.0, embeddings=unranked, vocab_size=50).fit(TEXTS)
 
 
+def test_a_vocab_size_subset_shares_its_tables_ledger_unit(glove_5k):
+    """Subsets of one table add up in one accountant, also when the rank is not row order
+    (the unit hashed row 0, which most_frequent changes, so the ledger refused)."""
+    words, vectors = glove_5k.words[:30], glove_5k.vectors[:30]
+    table = dxp.EmbeddingTable(words, vectors, frequency_rank=np.arange(30)[::-1], name="t")
+    ledger = dxp.Accountant()
+    dxp.Madlib(table, 1.0, accountant=ledger).privatize([words[1]])
+    step = TextPrivatizer(epsilon=1.0, embeddings=table, vocab_size=10, accountant=ledger)
+    step.fit_transform([words[29]])
+    assert ledger.spent == pytest.approx(2.0)
+
+
 def test_accountant_parameter_is_charged_across_fits(glove_5k):
     ledger = dxp.Accountant()
     step = TextPrivatizer(epsilon=2.0, embeddings=glove_5k, accountant=ledger)

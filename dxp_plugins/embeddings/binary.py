@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._compat import renamed_properties
 from .._validation import check_int
 
 if TYPE_CHECKING:
@@ -151,6 +152,9 @@ class BinaryCodes:
             table.cache[key] = cls._from_packed(packed, n_bits, "simhash")
         codes: BinaryCodes = table.cache[key]
         return codes
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(renamed_properties(type(self), state))  # earlier builds' pickles
 
     @property
     def n_bits(self) -> int:

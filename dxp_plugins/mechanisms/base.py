@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._compat import renamed_properties
 from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
@@ -26,6 +27,10 @@ from ..guarantee import Accountant, Guarantee
 #: ``"raise"``: OOVError; ``"passthrough"``: explicit opt-in, the token is released
 #: unchanged and counted in the guarantee. There is no "drop" (it would leak the count).
 OOV_POLICIES = ("unk", "raise", "passthrough")
+
+
+#: Settings a subclass may assign once (in ``__init__``) but never again.
+_SET_ONCE = frozenset({"metric"})
 
 
 class Mechanism(ABC):
@@ -50,6 +55,9 @@ class Mechanism(ABC):
 
     #: Registry name.
     name: ClassVar[str]
+    #: The metric the guarantee is stated in: a class attribute, or set once in ``__init__``
+    #: (TEM's depends on its options); either way it cannot be reassigned.
+    metric: str
     #: Tokens per internal batch (bounds memory on huge inputs, PRIVACY.md 24).
     chunk_size: ClassVar[int] = 8192
 
@@ -90,8 +98,10 @@ class Mechanism(ABC):
         # caches, guarantee record and ledger unit derive from them, and a plain attribute
         # would let them disagree (a BRR told n_bits=7 flipped 7 of its 8 bits).
         fixed = getattr(type(self), name, None)
-        if isinstance(fixed, functools.cached_property) or (
-            isinstance(fixed, property) and fixed.fset is None
+        if (
+            isinstance(fixed, functools.cached_property)
+            or (isinstance(fixed, property) and fixed.fset is None)
+            or (name in _SET_ONCE and (name in self.__dict__ or fixed is not None))
         ):
             kind = type(self).__name__
             raise AttributeError(
@@ -100,6 +110,10 @@ class Mechanism(ABC):
                 "with the settings you want"
             )
         super().__setattr__(name, value)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Pickles of builds whose settings were plain attributes load under the new names.
+        self.__dict__.update(renamed_properties(type(self), state))
 
     # -- settings: epsilon and the accountant can be reassigned (validated); the rest is fixed
     @property
@@ -133,11 +147,6 @@ class Mechanism(ABC):
         """The OOV policy, one of :data:`OOV_POLICIES` (fixed: ``"passthrough"`` is an
         explicit, warned opt-in at construction)."""
         return self._oov
-
-    @property
-    @abstractmethod
-    def metric(self) -> str:
-        """The metric the guarantee is stated in (fixed; a plugin may set a class attribute)."""
 
     @classmethod
     def check_options(cls, **options: Any) -> None:
@@ -179,15 +188,18 @@ class Mechanism(ABC):
     @functools.cached_property
     def ledger_unit(self) -> str:
         """What this mechanism's epsilon is per; an accountant adds only equal units. Tables
-        with one name and the same first row (e.g. glove-6b-50d at any ``vocab_size``)
-        count as one space; tables of different files do not."""
+        with one name and the same most frequent row (the first without a rank; e.g.
+        glove-6b-50d at any ``vocab_size``) count as one space; tables of different files
+        do not."""
         import hashlib
 
         table = self.embeddings
         if table.name is None or len(table) == 0:
             space = table.fingerprint[:16]
         else:
-            first = table.words[0].encode() + np.asarray(table.vectors[0]).tobytes()
+            rank = table.frequency_rank
+            top = 0 if rank is None else int(np.argmin(rank))
+            first = table.words[top].encode() + np.asarray(table.vectors[top]).tobytes()
             space = f"{table.name} ({hashlib.sha256(first).hexdigest()[:8]})"
         return f"unit of {self.metric} distance between {space} vectors"
 
@@ -286,7 +298,7 @@ class Mechanism(ABC):
     def _release(self, ids: np.ndarray) -> np.ndarray:
         """Check, charge the accountant, then sample in bounded chunks."""
         if len(ids):
-            self._prepare(ids)
+            self._prepare_release(ids)
         self.accountant.charge(self.epsilon * len(ids), len(ids), unit=self.ledger_unit)
         if len(ids) == 0:
             return np.empty(0, dtype=np.int64)
@@ -297,7 +309,7 @@ class Mechanism(ABC):
         ]
         return np.concatenate(chunks)
 
-    def _prepare(self, ids: np.ndarray) -> None:
+    def _prepare_release(self, ids: np.ndarray) -> None:
         """Raise now what sampling ``ids`` could raise, and build what it builds lazily
         (indexes): called before the accountant is charged, so that a release which cannot
         happen spends nothing. Nothing to do by default."""

@@ -76,6 +76,8 @@ class BRR(Mechanism):
     """
 
     name = "brr"
+    #: The guarantee is per bit of Hamming distance between codes.
+    metric = "hamming"
 
     def __init__(
         self,
@@ -121,11 +123,6 @@ class BRR(Mechanism):
         return cls(table, epsilon, codes=bits, **params)
 
     @property
-    def metric(self) -> str:
-        """``"hamming"``: the guarantee is per bit of Hamming distance between codes."""
-        return "hamming"
-
-    @property
     def codes(self) -> BinaryCodes:
         """The public codes, one row per table word (fixed)."""
         return self._codes
@@ -167,7 +164,7 @@ class BRR(Mechanism):
             packed[unknown] = self._unk_code
         return packed
 
-    def _prepare(self, ids: np.ndarray) -> None:
+    def _prepare_release(self, ids: np.ndarray) -> None:
         self.binary_index  # noqa: B018 -- built before any charge
 
     def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -62,6 +62,8 @@ class Madlib(Mechanism):
     """
 
     name = "madlib"
+    #: The guarantee is per unit of Euclidean distance between vectors (Algorithm 1).
+    metric = "euclidean"
 
     def __init__(
         self,
@@ -89,11 +91,6 @@ class Madlib(Mechanism):
         check_index_params(index, dict(index_params or {}))
 
     @property
-    def metric(self) -> str:
-        """``"euclidean"``: the guarantee is per unit of Euclidean distance (Algorithm 1)."""
-        return "euclidean"
-
-    @property
     def index(self) -> str:
         """``"exact"`` or ``"hnsw"`` (fixed)."""
         return self._index
@@ -108,7 +105,7 @@ class Madlib(Mechanism):
         """The (cached) nearest-neighbour index over the public table."""
         return get_index(self.embeddings, self._index, **self._index_params)
 
-    def _prepare(self, ids: np.ndarray) -> None:
+    def _prepare_release(self, ids: np.ndarray) -> None:
         self.neighbor_index  # noqa: B018 -- built (or loaded) before any charge
 
     def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -380,6 +380,7 @@ class TEM(Mechanism):
             beta=beta, gamma=gamma, metric=metric, constant_work=constant_work, cache_mb=cache_mb
         )
         self._metric: Metric = get_metric(metric)
+        self.metric = self._metric.name  # fixed from here on (Mechanism.__setattr__)
         self._gamma = None if gamma is None else _check_gamma(gamma)
         self.beta = None if gamma is not None else (DEFAULT_BETA if beta is None else beta)
         self._constant_work = bool(constant_work)
@@ -440,11 +441,6 @@ class TEM(Mechanism):
 
     # -- parameters: epsilon and beta can be reassigned (validated; caches are keyed by the
     # -- gamma and epsilon they give); metric, constant_work and cache_mb are fixed ---------
-    @property
-    def metric(self) -> str:
-        """The name of the metric the guarantee is stated in (fixed)."""
-        return self._metric.name
-
     @property
     def constant_work(self) -> bool:
         """Whether every token costs the same work (fixed; PRIVACY.md 27)."""
@@ -508,7 +504,7 @@ class TEM(Mechanism):
     def distribution(self, word: str | int) -> np.ndarray:
         """Exact output law ``p(y) ∝ exp(-epsilon min(d(x, y), gamma) / 2)`` (direct float64)."""
         row = self._input_id(word)
-        self._prepare(np.array([row]))
+        self._prepare_release(np.array([row]))
         point = self._points(np.array([row], dtype=np.int64))[0]
         distances = self._metric.exact_to_table(point, self.embeddings)
         logits = -0.5 * self.epsilon * np.minimum(distances, self.gamma)
@@ -518,12 +514,12 @@ class TEM(Mechanism):
     def candidates(self, word: str | int) -> np.ndarray:
         """The sorted ids of the gamma-ball ``L_w`` of ``word`` (Algorithm 3's list)."""
         row = self._input_id(word)
-        self._prepare(np.array([row]))
+        self._prepare_release(np.array([row]))
         _, mask = self._balls(np.array([row], dtype=np.int64), self.gamma)
         return np.flatnonzero(mask[0])
 
     # -- sampling ----------------------------------------------------------------------------
-    def _prepare(self, ids: np.ndarray) -> None:
+    def _prepare_release(self, ids: np.ndarray) -> None:
         """The UNK point (id -1) must be measurable by the metric (checked at construction
         under ``oov="unk"``; here when an id asks for it under another policy)."""
         if self.oov != "unk" and np.any(ids == OOV_ID):
@@ -705,7 +701,7 @@ class TEM(Mechanism):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        super().__setstate__(state)
         self._local = threading.local()
 
 
