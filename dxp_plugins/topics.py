@@ -92,8 +92,15 @@ def to_gensim(counts: Any, feature_names: Sequence[str]) -> tuple[Any, Any]:
 
 
 def _count_matrix(counts: Any, feature_names: Sequence[str]) -> sp.csr_matrix:
-    """``counts`` as CSR int64 without stored zeros, one column per feature name."""
-    matrix = check_counts(counts)
+    """``counts`` as CSR without stored zeros, one column per feature name: integer counts
+    (int64, checked as LPLP checks them) or other non-negative weights such as TF-IDF."""
+    weights = counts if sp.issparse(counts) else np.asarray(counts)
+    if np.issubdtype(weights.dtype, np.floating):
+        matrix = sp.csr_matrix(weights)
+        if not (np.all(np.isfinite(matrix.data)) and np.all(matrix.data >= 0)):
+            raise ValueError("counts must be non-negative and finite")
+    else:
+        matrix = check_counts(counts)
     if matrix.shape[1] != len(feature_names):
         raise ValueError(
             f"counts have {matrix.shape[1]} columns but feature_names has "
@@ -119,7 +126,7 @@ def _dictionary(matrix: sp.csr_matrix, feature_names: Sequence[str]) -> Any:
     dictionary.dfs = dict(zip(seen, document_frequencies[seen].tolist(), strict=True))
     dictionary.cfs = dict(zip(seen, collection_frequencies[seen].tolist(), strict=True))
     dictionary.num_docs = matrix.shape[0]
-    dictionary.num_pos = int(matrix.sum())
+    dictionary.num_pos = round(float(matrix.sum()))
     dictionary.num_nnz = matrix.nnz
     return dictionary
 

@@ -504,6 +504,24 @@ def test_gensim_adapters_take_dense_counts_and_dataframes(counts, vocabulary):
         topics.to_gensim(counts.toarray(), vocabulary[:-1])
 
 
+def test_gensim_adapters_take_tf_idf_weights(counts, vocabulary):
+    """Non-negative float weights (TF-IDF) went to gensim before the count checks; they
+    still do, while negative or non-finite ones are refused."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    weights = TfidfTransformer().fit_transform(counts)
+    corpus, dictionary = topics.to_gensim(weights, vocabulary)
+    first = next(iter(corpus))
+    row = weights[0].toarray().ravel()
+    assert first == [(int(i), pytest.approx(row[i])) for i in np.flatnonzero(row)]
+    assert dictionary.num_docs == counts.shape[0]
+    model = topics.gensim_lda(weights, vocabulary, num_topics=3, passes=1, random_state=0)
+    assert model.get_topics().shape == (3, len(vocabulary))
+    for bad in (-weights, weights * np.inf):
+        with pytest.raises(ValueError, match="non-negative and finite"):
+            topics.to_gensim(bad, vocabulary)
+
+
 @pytest.mark.parametrize("measure", ["c_v", "c_npmi", "c_uci"])
 def test_sliding_window_coherence_uses_the_texts(counts, vocabulary, lee_tokens, measure):
     from gensim.corpora import Dictionary
