@@ -194,6 +194,8 @@ def test_pickles_of_builds_with_plain_setting_attributes_still_load():
     import pickle
     from pathlib import Path
 
+    if np.lib.NumpyVersion(np.__version__) < "2.0.0":
+        pytest.skip("the file was pickled under numpy 2 (numpy 1 cannot read its arrays)")
     path = Path(__file__).parent / "data" / "mechanisms_before_read_only_settings.pkl"
     mechanisms = pickle.loads(path.read_bytes())
     for name, metric in (("madlib", "euclidean"), ("tem", "euclidean"), ("brr", "hamming")):
