@@ -26,15 +26,13 @@ from common import (
     add_faiss_threads,
     epsilon_list,
     float_range,
-    glove_vocab,
-    int_range,
     markdown_table,
     plot_accuracy_by_n_w,
     positive_int,
     save,
     set_faiss_threads,
 )
-from sentiment import MAX_TRAIN_DOCS, Task, run
+from sentiment import Task, add_task_options, run, task_size
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import plausible_deniability, sample_words
@@ -66,20 +64,11 @@ How this compares with the paper, and why it deviates:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="1,200 training reviews, 100k words")
+    add_task_options(parser)
     parser.add_argument(
         "--epsilons",
         type=epsilon_list,
         help="comma-separated (default 1,2,3,5,10; full 0.5,1,2,5,10,20)",
-    )
-    parser.add_argument("--repeats", type=positive_int, default=5)
-    parser.add_argument(
-        "--train-docs",
-        type=int_range(2, MAX_TRAIN_DOCS),
-        help=f"private training reviews (default 200; full {MAX_TRAIN_DOCS:,})",
-    )
-    parser.add_argument(
-        "--vocab-size", type=glove_vocab, help="most frequent GloVe words (default 20k; full 100k)"
     )
     parser.add_argument(
         "--beta",
@@ -96,8 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     epsilons = args.epsilons
     if epsilons is None:
         epsilons = [0.5, 1.0, 2.0, 5.0, 10.0, 20.0] if args.full else [1.0, 2.0, 3.0, 5.0, 10.0]
-    train_docs = (None if args.full else 200) if args.train_docs is None else args.train_docs
-    vocab_size = (100_000 if args.full else 20_000) if args.vocab_size is None else args.vocab_size
+    train_docs, vocab_size = task_size(args)
     warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)
     started = time.perf_counter()
 

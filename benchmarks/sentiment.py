@@ -10,6 +10,7 @@ intervals over the repeats.
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -17,12 +18,35 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from common import glove_vocab, int_range, positive_int
 
 from dxp_plugins.datasets import load_pang_lee
 from dxp_plugins.text import privatize_texts
 
 #: Private training reviews a split can hold: 1,500 Pang & Lee reviews less 300 (20%) for test.
 MAX_TRAIN_DOCS = 1200
+
+
+def add_task_options(parser: argparse.ArgumentParser) -> None:
+    """``--full``, ``--repeats``, ``--train-docs`` and ``--vocab-size`` of a reproduction on
+    this task; :func:`task_size` reads the last two."""
+    parser.add_argument("--full", action="store_true", help="1,200 training reviews, 100k words")
+    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument(
+        "--train-docs",
+        type=int_range(2, MAX_TRAIN_DOCS),
+        help=f"private training reviews (default 200; full {MAX_TRAIN_DOCS:,})",
+    )
+    parser.add_argument(
+        "--vocab-size", type=glove_vocab, help="most frequent GloVe words (default 20k; full 100k)"
+    )
+
+
+def task_size(args: argparse.Namespace) -> tuple[int | None, int]:
+    """``(train_docs, vocab_size)``: the options, else 200 and 20k (``--full``: all and 100k)."""
+    train_docs = (None if args.full else 200) if args.train_docs is None else args.train_docs
+    vocab_size = (100_000 if args.full else 20_000) if args.vocab_size is None else args.vocab_size
+    return train_docs, vocab_size
 
 
 @dataclass

