@@ -223,11 +223,18 @@ class DoorSettings:
 
     def tagging_pipeline(self, spacy_model: str | None) -> Any:
         """The spaCy pipeline that tokenizes and tags texts for selection (None: the public
-        tokenizer alone). Its tokenizer must be spaCy's English one, as in every door."""
+        tokenizer alone). It must be an English pipeline (``nlp.lang == "en"``): the text
+        path's punctuation allow-list and spacing rules are English, as in every door."""
         self.check_tagger(spacy_model)
         if spacy_model is None:
             return None
         nlp = load_pipeline(spacy_model)
+        if nlp.lang != "en":
+            raise ValueError(
+                f"spacy_model {spacy_model!r} is a {nlp.lang!r} pipeline; it must be an "
+                f"English one (lang 'en'): the text path's punctuation and spacing rules are"
+                f" English"
+            )
         self.check_entities(nlp)
         return nlp
 

@@ -84,7 +84,17 @@ def exclusivity(topic_word: Any, n: int = TOP_WORDS) -> float:
 def to_gensim(counts: Any, feature_names: Sequence[str]) -> tuple[Any, Any]:
     """``(Sparse2Corpus, Dictionary)`` of a document x feature count matrix (sparse, dense or
     a DataFrame). The Dictionary carries the corpus statistics (``num_docs``, ``dfs``,
-    ``cfs``, ...) that ``filter_extremes`` and ``TfidfModel`` use."""
+    ``cfs``, ...) that ``TfidfModel`` uses.
+
+    Do not filter the returned Dictionary (``filter_extremes``, ``filter_tokens``): it
+    renumbers its ids while the corpus keeps the old column ids, so ``LdaModel(corpus,
+    id2word=dictionary)`` fails or mislabels words, and there are no texts to ``doc2bow``
+    again. Filter the columns of the count matrix and their names first, then convert::
+
+        document_frequency = np.asarray((counts > 0).sum(axis=0)).ravel()
+        keep = np.flatnonzero(document_frequency >= 5)  # e.g. no_below=5
+        corpus, dictionary = to_gensim(counts[:, keep], np.asarray(names)[keep])
+    """
     from gensim.matutils import Sparse2Corpus
 
     matrix = _count_matrix(counts, feature_names)

@@ -4,14 +4,18 @@ documents feeding a gensim model. Uses the real files shipped in gensim's wheel.
 from __future__ import annotations
 
 import re
+import shutil
+import textwrap
 import warnings
 
+import numpy as np
+import pytest
 import spacy
-from gensim.models import KeyedVectors, Word2Vec
+from gensim.models import KeyedVectors, LdaModel, Word2Vec
 from gensim.test.utils import datapath
 
 import dxp_plugins as dxp
-from dxp_plugins import TextPrivatizer
+from dxp_plugins import TextPrivatizer, topics
 from dxp_plugins.cli import main as cli_main
 from dxp_plugins.text import should_privatize
 
@@ -86,3 +90,57 @@ def test_lee_background_corpus_is_real_capitalised_news():
 
     articles = load_lee_background()
     assert len(articles) == 300 and articles[0].startswith("Hundreds of people")
+
+
+def test_a_saved_pipeline_follows_its_moved_vectors_file(tmp_path):
+    """A keyed-vectors.v1 pipeline was tied to the path it was saved with: a new path was
+    refused as changed settings. With the saved fingerprint, checked on the first document,
+    a new path is accepted when it holds the same table, and only then."""
+    saved_at, moved_to, other = (tmp_path / name / "vectors.txt" for name in ("a", "b", "c"))
+    for path in (saved_at, moved_to, other):
+        path.parent.mkdir()
+    shutil.copy(GLOVE_TXT, saved_at)
+    nlp = spacy.blank("en")
+    params = {"path": str(saved_at), "no_header": True}
+    config = {"epsilon": 2.0, "embeddings": "keyed-vectors.v1", "embeddings_params": params}
+    nlp.add_pipe("dxp_privatizer", config=config)
+    nlp.to_disk(tmp_path / "pipeline")
+    shutil.move(saved_at, moved_to)
+    rows = moved_to.read_text(encoding="utf-8").splitlines(keepends=True)
+    other.write_text("".join(rows[:-1]), encoding="utf-8")  # one word fewer
+
+    def load(path):
+        overrides = {"components.dxp_privatizer.embeddings_params.path": str(path)}
+        return spacy.load(tmp_path / "pipeline", config=overrides)
+
+    doc = load(moved_to)("The president said.")
+    fingerprint = dxp.load_embeddings("keyed-vectors.v1", **GLOVE_PARAMS).fingerprint
+    assert doc._.dxp_guarantee["embeddings"] == fingerprint
+    with pytest.raises(ValueError, match="differ from those this pipeline was saved with"):
+        load(other)("The president said.")
+    # Saved without a fingerprint (the file was not there): a new path is still refused.
+    nlp = spacy.blank("en")
+    nlp.add_pipe("dxp_privatizer", config=config)  # saved_at is gone
+    with pytest.warns(UserWarning, match="without the embeddings fingerprint"):
+        nlp.to_disk(tmp_path / "pipeline")
+    with pytest.raises(ValueError, match=r"settings differ .*embeddings_params: saved"):
+        load(moved_to)
+
+
+def test_the_to_gensim_recipe_for_filtering_keeps_ids_in_the_dictionary():
+    """Filtering the Dictionary that to_gensim returns (filter_extremes) renumbers its ids
+    under the corpus; its docstring's recipe filters the count columns first."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    with open(datapath("lee_background.cor"), encoding="utf-8") as stream:
+        texts = [line for line in stream if line.strip()][:60]
+    vectorizer = CountVectorizer()
+    counts, names = vectorizer.fit_transform(texts), vectorizer.get_feature_names_out()
+    [recipe] = re.findall(r"::\n\n(.*?)\n\s*$", topics.to_gensim.__doc__, flags=re.S)
+    scope = {"np": np, "counts": counts, "names": names, "to_gensim": topics.to_gensim}
+    exec(textwrap.dedent(recipe), scope)
+    corpus, dictionary = scope["corpus"], scope["dictionary"]
+    assert 0 < len(dictionary) < len(names)
+    assert max(i for document in corpus for i, _ in document) < len(dictionary)
+    assert min(dictionary.dfs.values()) >= 5
+    LdaModel(corpus, id2word=dictionary, num_topics=2, passes=1, random_state=0)

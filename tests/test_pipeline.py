@@ -14,6 +14,7 @@ import pytest
 import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span, Token
+from spacy.util import ignore_error, raise_error
 from thinc.api import ConfigValidationError
 
 import dxp_plugins as dxp
@@ -151,6 +152,14 @@ def test_analyze_pipes_reports_what_the_component_assigns():
     assert summary["retokenizes"] is False
 
 
+def test_a_pipeline_of_another_language_warns():
+    """The component privatizes the host pipeline's tokens with English punctuation and
+    spacing rules: a German tokenizer gave other tokens than every other door, silently."""
+    with pytest.warns(UserWarning, match="in a 'de' pipeline: .* rules are English"):
+        spacy.blank("de").add_pipe("dxp_privatizer", config={"epsilon": 8.0, **FAST})
+    make_nlp()  # English: no warning (the suite turns warnings into errors)
+
+
 # -- annotate mode ----------------------------------------------------------------------------
 def test_annotate_writes_private_words_once_and_keeps_the_doc():
     nlp = make_nlp(epsilon=0.5)
@@ -199,6 +208,37 @@ def test_oov_error_says_its_index_counts_the_batch():
         list(nlp.pipe(["the team", "the fans", "zq7secret"], batch_size=2))
     with pytest.raises(dxp.OOVError, match="document 0 "):
         nlp("zq7secret")
+
+
+def test_pipe_honours_the_error_handler():
+    """nlp.set_error_handler reached spaCy's own components only: one refused batch ended
+    the stream. A refused batch is not yielded, draws no noise and charges nothing."""
+    texts = ["the team won", "the zq7secret team", "the game was last night", "the ice"]
+    nlp = make_nlp(oov="raise", seed=11)
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    privatizer.accountant = dxp.Accountant(cap=50.0)  # 3 + 2 tokens at 8 fit, 3 + 5 do not
+    failures = []
+    nlp.set_error_handler(
+        lambda name, component, docs, error: failures.append(
+            (name, component, [doc.text for doc in docs], type(error))
+        )
+    )
+    docs = list(nlp.pipe(texts, batch_size=1))
+    assert [doc.text for doc in docs] == [texts[0], texts[3]]
+    assert all(doc._.dxp_guarantee is not None for doc in docs)
+    assert failures == [
+        ("dxp_privatizer", privatizer, [texts[1]], dxp.OOVError),
+        ("dxp_privatizer", privatizer, [texts[2]], dxp.BudgetExceededError),
+    ]
+    assert (privatizer.accountant.spent, privatizer.accountant.releases) == (40.0, 2)
+    # No noise drawn for the refused batches: the same words as a run without them.
+    clean = make_nlp(oov="raise", seed=11).pipe([texts[0], texts[3]], batch_size=1)
+    assert [doc._.dxp_text for doc in docs] == [doc._.dxp_text for doc in clean]
+    nlp.set_error_handler(ignore_error)  # a Doc already privatized: its batch is dropped
+    fresh = list(privatizer.pipe([docs[0], nlp.make_doc("ice"), nlp.make_doc("fans")]))
+    assert fresh == [] and privatizer.accountant.spent == 40.0
+    assert len(list(privatizer.pipe([nlp.make_doc("ice")]))) == 1
+    assert make_nlp().get_pipe("dxp_privatizer").get_error_handler() is raise_error
 
 
 # -- replace mode -----------------------------------------------------------------------------
@@ -302,6 +342,31 @@ def test_unknown_entity_types_are_refused():
     with pytest.raises(ValueError, match=r"unknown entity type\(s\) 'PERSN'; .* PERSON"):
         nlp.add_pipe("dxp_privatizer", config={"epsilon": 1.0, **FAST, "entities": ["PERSN"]})
     nlp.add_pipe("dxp_privatizer", config={"epsilon": 1.0, **FAST, "entities": ["PERSON"]})
+
+
+def test_rulers_after_the_privatizer_need_token_patterns(tmp_path):
+    """What docs/front-doors.md says of rulers: spaCy runs the components before a ruler over
+    its phrase patterns (add_patterns, and from_disk on load), so behind the privatizer they
+    are privatized and charged; token patterns, and rulers before the privatizer, are not."""
+    nlp = make_nlp(mode="replace", epsilon=0.01)  # near-uniform over 2,000 words
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    behind = nlp.add_pipe("entity_ruler", name="behind")
+    behind.add_patterns([{"label": "ORG", "pattern": "hockey team"}])
+    assert [doc.text for doc in behind.phrase_patterns["ORG"]] != ["hockey team"]
+    assert privatizer.accountant.spent == pytest.approx(0.02)
+
+    nlp = make_nlp(mode="replace", epsilon=0.01)
+    ahead = nlp.add_pipe("entity_ruler", name="ahead", before="dxp_privatizer")
+    ahead.add_patterns([{"label": "GPE", "pattern": "Paris"}])
+    behind = nlp.add_pipe("entity_ruler", name="behind")
+    token_pattern = [{"LOWER": "hockey"}, {"LOWER": "team"}]
+    behind.add_patterns([{"label": "ORG", "pattern": token_pattern}])
+    nlp.to_disk(tmp_path)
+    loaded = spacy.load(tmp_path)
+    for pipeline in (nlp, loaded):
+        assert pipeline.get_pipe("dxp_privatizer").accountant.spent == 0
+        assert [doc.text for doc in pipeline.get_pipe("ahead").phrase_patterns["GPE"]] == ["Paris"]
+        assert pipeline.get_pipe("behind").patterns[0]["pattern"] == token_pattern
 
 
 def test_custom_token_filter_by_name(monkeypatch):
@@ -483,6 +548,26 @@ def test_a_doc_is_privatized_once():
     )
     doc = nlp("the hockey team")
     assert doc._.other_record["epsilon"] == 1.0 and doc._.dxp_guarantee["epsilon"] != 1.0
+
+
+def test_a_merged_doc_of_private_docs_is_not_privatized_again():
+    """Doc.from_docs keeps token extensions but drops the Doc's (spaCy W101), so the guard
+    on the guarantee let a second release overwrite the first's token values."""
+    nlp = make_nlp()
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    parts = [nlp("Send the keys."), nlp("The team won.")]
+    with pytest.warns(UserWarning, match="W101"):
+        merged = Doc.from_docs(parts)
+    assert merged._.dxp_guarantee is None
+    words, spent = [token._.dxp_text for token in merged], privatizer.accountant.spent
+    with pytest.raises(ValueError, match=r"already holds a private release in token\._\.dxp_text"):
+        privatizer(merged)
+    assert [token._.dxp_text for token in merged] == words
+    assert privatizer.accountant.spent == spent
+    # Merged raw Docs, and token values that are None, are not a release.
+    raw = Doc.from_docs([nlp.make_doc("Send the keys."), nlp.make_doc("The team won.")])
+    raw[0]._.dxp_text = None
+    assert privatizer(raw)._.dxp_guarantee["tokens_privatized"] == 6
 
 
 def test_saved_before_first_use_still_refuses_other_embeddings(tmp_path):

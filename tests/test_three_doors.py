@@ -175,6 +175,23 @@ def test_cli_selection_needs_a_tagging_pipeline(tmp_path, capsys):
     assert "--spacy-model" in capsys.readouterr().err
 
 
+def test_every_door_wants_an_english_pipeline(tmp_path, capsys):
+    """The text path's punctuation allow-list and spacing are English: a Chinese tokenizer
+    as spacy_model gave 18 private tokens for 5 words (``"sen d the k e y s"``), silently."""
+    model = tmp_path / "zh"
+    spacy.blank("zh").to_disk(model)
+    message = r"spacy_model '.*zh' is a 'zh' pipeline; it must be an English one"
+    with pytest.raises(ValueError, match=message):
+        TextPrivatizer(epsilon=4.0, vocab_size=2000, spacy_model=str(model)).fit(["x"])
+    source = tmp_path / "in.txt"
+    source.write_text("Send the keys.\n", encoding="utf-8")
+    args = ["privatize", str(source), "-o", str(tmp_path / "out.txt"), "--epsilon", "4"]
+    assert cli_main([*args, "--vocab-size", "2000", "--spacy-model", str(model)]) == 1
+    assert "is a 'zh' pipeline" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match="in a 'zh' pipeline"):  # the component's own tokens
+        spacy.blank("zh").add_pipe("dxp_privatizer", config={"epsilon": 4.0, "vocab_size": 2000})
+
+
 # -- canaries: PRIVACY.md 14 ------------------------------------------------------------------
 def test_canaries_never_reach_a_default_output(tmp_path):
     table = dxp.load_embeddings("glove-6b-50d", vocab_size=2000)

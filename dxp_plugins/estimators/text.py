@@ -23,11 +23,12 @@ rebuilt on first use and must find the same embeddings (fingerprint).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_feature_names_in, _get_feature_names, check_is_fitted
 
 from .._random import RandomSource
 from .._validation import check_choice, check_int, check_text
@@ -37,6 +38,18 @@ from ..mechanisms.base import Mechanism
 from ..text import privatize_texts
 
 PRIVATIZE_AT = ("always", "fit")
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """What ``fit`` records (``settings_``) and ``transform`` compares: every parameter that
+    decides a release. ``batch_size`` only groups texts into mechanism calls (the guarantee
+    and the accounting do not depend on it) and may change after ``fit``."""
+
+    door: DoorSettings
+    privatize_at: str
+    spacy_model: str | None
+    accountant: Accountant | None  # compared by identity: an Accountant is a ledger
 
 
 class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):  # type: ignore[call-arg]
@@ -59,6 +72,8 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     batch_size:
         Texts per mechanism call (default 1000, as spaCy's ``nlp.pipe``: one seed then
         gives the same words through every door; seeded TEM draws depend on the batch).
+        The one parameter that may change between ``fit`` and ``transform``: any other
+        change makes ``transform`` refuse until the next ``fit``.
     accountant:
         An :class:`~dxp_plugins.Accountant` that every release charges (its cap refuses a
         release before any noise is drawn), kept across fits and shared by clones in one
@@ -81,6 +96,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         None after a ``transform`` with ``privatize_at="fit"`` (it privatized nothing).
     embeddings_fingerprint_:
         SHA-256 fingerprint of the public embeddings.
+    n_features_in_, feature_names_in_:
+        1 after a fit on a one-column table (2-D input), and that column's name when it is a
+        string (a DataFrame's); neither after a fit on a 1-D iterable of texts.
     """
 
     def __init__(
@@ -121,18 +139,23 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     # -- scikit-learn API -------------------------------------------------------------------
     def fit(self, X: Iterable[str], y: Any = None) -> TextPrivatizer:
         """Check the settings and build the mechanism (nothing is learned from ``X``)."""
-        _documents(X)
-        columns = getattr(X, "columns", None)  # a one-column table names its feature
-        if columns is not None and len(columns) == 1:
-            self.feature_names_in_ = np.asarray(columns, dtype=object)
-        else:
-            self.__dict__.pop("feature_names_in_", None)
-        settings = self._door_settings()
-        settings.tagging_pipeline(self.spacy_model)  # loads it; refuses unknown entity types
-        self.settings_ = settings
-        self.random_source_ = RandomSource(settings.seed)
+        _documents(X)  # a one-column table (2-D) is one feature, named as sklearn names it
+        shape = getattr(X, "shape", None)
+        names = _get_feature_names(X)
+        for attribute, value in (
+            ("n_features_in_", 1 if shape is not None and len(shape) == 2 else None),
+            ("feature_names_in_", names),
+        ):
+            if value is None:
+                self.__dict__.pop(attribute, None)
+            else:
+                setattr(self, attribute, value)
+        fitted = self._fit_settings()
+        fitted.door.tagging_pipeline(fitted.spacy_model)  # loads it; refuses bad pipelines
+        self.settings_ = fitted
+        self.random_source_ = RandomSource(fitted.door.seed)
         self.accountant_ = Accountant() if self.accountant is None else self.accountant
-        self.mechanism_ = settings.build_mechanism(self.random_source_, self.accountant_)
+        self.mechanism_ = fitted.door.build_mechanism(self.random_source_, self.accountant_)
         self.embeddings_fingerprint_ = self.mechanism_.embeddings.fingerprint
         self.last_guarantee_: Guarantee | None = None
         return self
@@ -141,10 +164,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         """Private texts (with ``privatize_at="fit"``: the texts unchanged)."""
         check_is_fitted(self, "settings_")
         X = _documents(X)
-        changed = self.accountant is not None and self.accountant is not self.accountant_
-        if changed or self._door_settings() != self.settings_:
+        if self._fit_settings() != self.settings_:
             raise ValueError("parameters changed since fit; call fit again")
-        if self.privatize_at == "fit":
+        if self.settings_.privatize_at == "fit":
             texts = [check_text(text, f"text {i}") for i, text in enumerate(X)]
             self.last_guarantee_ = None  # raw text out: no guarantee describes it
             return texts
@@ -153,18 +175,24 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
         """Fit, then privatize ``X`` (whatever ``privatize_at`` says)."""
         documents = _documents(X)  # once: X may be a generator
-        self.fit(X if hasattr(X, "columns") else documents, y)  # a table keeps its name
+        # An array or table is read again by fit (its shape and column name), an iterator not.
+        self.fit(X if hasattr(X, "shape") else documents, y)
         return self._privatize(documents)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """One text column in, the same column out (names pass through, so ``Pipeline``
-        and ``ColumnTransformer`` can name the features of the vectorizer after it)."""
+        and ``ColumnTransformer`` can name the features of the vectorizer after it).
+
+        ``input_features`` must name one column and, after a fit on a named column, be that
+        name (sklearn's rule); without either name the column is called ``"text"``."""
         check_is_fitted(self, "settings_")
-        if input_features is None:
-            return np.asarray(getattr(self, "feature_names_in_", ["text"]), dtype=object)
-        names = np.asarray(input_features, dtype=object)
-        if names.shape != (1,):
-            raise ValueError(f"input_features must name the one text column, got {names.size}")
+        if input_features is not None:
+            size = np.asarray(input_features, dtype=object).size
+            if size != 1:
+                raise ValueError(f"input_features must name the one text column, got {size}")
+        elif getattr(self, "feature_names_in_", None) is None:
+            return np.asarray(["text"], dtype=object)
+        names: np.ndarray = _check_feature_names_in(self, input_features)
         return names
 
     def set_output(self, *, transform: str | None = None) -> TextPrivatizer:
@@ -186,13 +214,14 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         return tags
 
     # -- internals -------------------------------------------------------------------------------
-    def _door_settings(self) -> DoorSettings:
-        check_choice(self.privatize_at, "privatize_at", PRIVATIZE_AT)
+    def _fit_settings(self) -> FitSettings:
+        """The parameters that decide a release, checked (see :class:`FitSettings`)."""
+        privatize_at = check_choice(self.privatize_at, "privatize_at", PRIVATIZE_AT)
         check_int(self.batch_size, "batch_size", minimum=1)
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             kind = type(self.accountant).__name__
             raise TypeError(f"accountant must be a dxp_plugins.Accountant or None, got {kind}")
-        settings = DoorSettings.create(
+        door = DoorSettings.create(
             epsilon=self.epsilon,
             mechanism=self.mechanism,
             mechanism_params=self.mechanism_params,
@@ -205,13 +234,13 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
             token_filter=self.token_filter,
             seed=self.random_state,
         )
-        settings.check_tagger(self.spacy_model)
-        return settings
+        door.check_tagger(self.spacy_model)
+        return FitSettings(door, privatize_at, self.spacy_model, self.accountant)
 
     def _get_mechanism(self) -> Mechanism:
         mechanism = self.__dict__.get("mechanism_")
         if mechanism is None:  # unpickled: rebuild from the settings, same randomness policy
-            mechanism = self.settings_.build_mechanism(self.random_source_, self.accountant_)
+            mechanism = self.settings_.door.build_mechanism(self.random_source_, self.accountant_)
             if mechanism.embeddings.fingerprint != self.embeddings_fingerprint_:
                 raise ValueError(
                     "the embeddings differ from those this TextPrivatizer was fit with"
@@ -225,20 +254,27 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
                 X,
                 self._get_mechanism(),
                 batch_size=self.batch_size,
-                select=self.settings_.selector(),
-                nlp=self.settings_.tagging_pipeline(self.spacy_model),
+                select=self.settings_.door.selector(),
+                nlp=self.settings_.door.tagging_pipeline(self.settings_.spacy_model),
             )
         )
-        guarantees = (result.guarantee for result in results)
-        self.last_guarantee_ = Guarantee.combine(guarantees) or self.settings_.nothing_released(
-            self.mechanism_
-        )
+        record = Guarantee.combine(result.guarantee for result in results)
+        self.last_guarantee_ = record or self.settings_.door.nothing_released(self.mechanism_)
         return [result.text for result in results]
 
     def __getstate__(self) -> dict[str, Any]:
         state: dict[str, Any] = dict(super().__getstate__())  # a copy: never the live __dict__
         state.pop("mechanism_", None)  # carries the table; rebuilt on first use
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        settings = state.get("settings_")
+        if isinstance(settings, DoorSettings):  # pickled by a version that recorded only these
+            state = dict(state)
+            state["settings_"] = FitSettings(
+                settings, state["privatize_at"], state["spacy_model"], state["accountant"]
+            )
+        super().__setstate__(state)
 
 
 def _documents(X: Any) -> Iterable[Any]:

@@ -12,6 +12,8 @@ stream derived from (seed, pid, n), so no two workers replay one noise stream.
 
 Serialization stores configuration only (and the fingerprint of the embeddings, loading
 them if need be, to refuse different embeddings later): never noise, generator state or input text.
+With a saved fingerprint, a file location among the embeddings' loader arguments (``path``) may
+differ on load: the fingerprint, checked on first use, proves the moved file holds the same table.
 The component keeps no reference to ``nlp.vocab``, whose StringStore collects every raw word
 processed, so its pickles carry none (``nlp.to_bytes()`` does: see docs/front-doors.md).
 """
@@ -50,6 +52,9 @@ if TYPE_CHECKING:
 MODES = ("annotate", "replace")
 _OUTPUT_KEYS = ("mode", "token_attr", "doc_attr", "guarantee_attr")
 _FORMAT = 1
+#: Loader arguments that only say where the embeddings file is: a saved pipeline may load
+#: with another value when it saved the embeddings fingerprint (checked on first use).
+_FILE_LOCATION_PARAMS = ("path",)
 
 
 class Privatizer:
@@ -71,6 +76,15 @@ class Privatizer:
         self._fingerprint: str | None = None
         self._configure(config)
         self.settings.check_entities(nlp)  # the entity types this pipeline can assign
+        if nlp.lang != "en":
+            # The host pipeline's tokens are privatized, but the punctuation allow-list and
+            # the spacing of private words (text.private_spaces) are English rules.
+            warn(
+                f"dxp_privatizer in a {nlp.lang!r} pipeline: it privatizes that pipeline's "
+                f"tokens, but its punctuation allow-list and spacing rules are English, so "
+                f"the private text may be spaced oddly and differ from the other doors'",
+                UserWarning,
+            )
 
     # -- configuration -----------------------------------------------------------------------
     def _configure(self, config: dict[str, Any]) -> None:
@@ -150,19 +164,48 @@ class Privatizer:
         return self._privatize([doc], in_batch=False)[0]
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[Doc]:
-        """Privatize ``batch_size`` docs per mechanism call (one shared neighbour search)."""
+        """Privatize ``batch_size`` docs per mechanism call (one shared neighbour search).
+
+        A batch that fails goes to the error handler (``nlp.set_error_handler``), as in
+        spaCy's own components, and its docs are not yielded. A refused batch (an OOV token
+        under ``oov="raise"``, the accountant's cap, a Doc already privatized) is refused
+        before any noise is drawn or any spend charged.
+        """
+        error_handler = self.get_error_handler()
         for batch in util.minibatch(stream, size=batch_size):
-            yield from self._privatize(list(batch), in_batch=True)
+            docs = list(batch)
+            try:
+                processed = self._privatize(docs, in_batch=True)
+            except Exception as error:
+                error_handler(self.name, self, docs, error)
+                continue
+            yield from processed
+
+    def set_error_handler(
+        self, error_handler: Callable[[str, Any, list[Doc], Exception], Any]
+    ) -> None:
+        """The function called with ``(name, component, docs, exception)`` for a batch
+        that fails in :meth:`pipe` (``nlp.set_error_handler`` sets it on every component)."""
+        self.error_handler = error_handler
+
+    def get_error_handler(self) -> Callable[[str, Any, list[Doc], Exception], Any]:
+        """The error handler; by default ``spacy.util.raise_error`` (re-raise)."""
+        handler: Callable[[str, Any, list[Doc], Exception], Any] = getattr(
+            self, "error_handler", util.raise_error
+        )
+        return handler
 
     def _privatize(self, docs: list[Doc], in_batch: bool) -> list[Doc]:
-        if any(doc._.get(self.guarantee_attr) is not None for doc in docs):
-            # A second release would overwrite the first's values and record while the
-            # accountant is charged for both (CONVENTIONS: write each private value once).
-            raise ValueError(
-                f"a Doc already holds a private release in doc._.{self.guarantee_attr}: "
-                f"privatize each Doc once (make a new one with nlp(text)), or give this "
-                f"component other attribute names"
-            )
+        for doc in docs:
+            held = self._released_in(doc)
+            if held is not None:
+                # A second release would overwrite the first's values and record while the
+                # accountant is charged for both (CONVENTIONS: write each private value once).
+                raise ValueError(
+                    f"a Doc already holds a private release in {held}: privatize each Doc "
+                    f"once (make a new one with nlp(text)), or give this component other "
+                    f"attribute names"
+                )
         select = self._select
         texts = [
             TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
@@ -194,6 +237,29 @@ class Privatizer:
             doc._.set(self.guarantee_attr, guarantee.to_dict())
             processed.append(doc)
         return processed
+
+    def _released_in(self, doc: Doc) -> str | None:
+        """Where ``doc`` already holds a release of this component's attributes, or None.
+
+        The guarantee marks a release; token values count too: ``Doc.from_docs`` of
+        privatized Docs keeps the token extensions but drops the Doc's (spaCy W101).
+        """
+        if doc._.get(self.guarantee_attr) is not None:
+            return f"doc._.{self.guarantee_attr}"
+        attr = self.token_attr
+        for key, value in doc.user_data.items():
+            # spaCy stores token._.<attr> under ("._.", attr, token.idx, None).
+            if (
+                value is not None
+                and isinstance(key, tuple)
+                and len(key) == 4
+                and key[0] == "._."
+                and key[1] == attr
+                and isinstance(key[2], int)
+                and key[3] is None
+            ):
+                return f"token._.{attr}"
+        return None
 
     @staticmethod
     def _replacement(doc: Doc, words: list[str], spaces: list[str]) -> Doc:
@@ -246,7 +312,12 @@ class Privatizer:
     def _load_state(self, state: Any) -> None:
         if not isinstance(state, dict) or state.get("format") != _FORMAT:
             raise ValueError("not a saved dxp_privatizer configuration (unknown format)")
+        fingerprint = state.get("embeddings_fingerprint")
         saved, current = state["config"], self.cfg
+        if fingerprint is not None:
+            # The moved embeddings file: the fingerprint, checked on first use, proves it
+            # holds the same table (without one, a new path could hold other vectors).
+            saved, current = _without_file_locations(saved, current)
         # Files of earlier versions hold floats rounded by srsly (~10 digits: ln 3 came back
         # as 1.0986122887): those match the configured value they were written from.
         if saved != current and saved != srsly.json_loads(srsly.json_dumps(current)):
@@ -264,7 +335,7 @@ class Privatizer:
                 f"load the pipeline with spacy.load(path) and no overrides, or add a new "
                 f"dxp_privatizer with the settings you want"
             )
-        self._fingerprint = state.get("embeddings_fingerprint")
+        self._fingerprint = fingerprint
         built = self._mechanism
         if built is not None and built.embeddings.fingerprint != self._fingerprint:
             self._mechanism = None  # rebuilt (and checked) on next use
@@ -319,6 +390,25 @@ class Privatizer:
             f"epsilon={settings.epsilon:g}, embeddings={settings.embeddings!r}, "
             f"mode={self.mode!r}, rng={self._random.mode!r})"
         )
+
+
+def _without_file_locations(
+    saved: dict[str, Any], current: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both configs without the file locations that both give among their loader arguments
+    (a location given on one side only is a change of loader arguments, still compared)."""
+    saved_params, current_params = saved.get("embeddings_params"), current.get("embeddings_params")
+    if not (isinstance(saved_params, dict) and isinstance(current_params, dict)):
+        return saved, current
+    moved = set(_FILE_LOCATION_PARAMS) & set(saved_params) & set(current_params)
+    if not moved:
+        return saved, current
+
+    def without(config: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        kept = {key: value for key, value in params.items() if key not in moved}
+        return {**config, "embeddings_params": kept}
+
+    return without(saved, saved_params), without(current, current_params)
 
 
 def _install_extension(owner: type[Doc] | type[Token], attr: str) -> None:
