@@ -8,6 +8,9 @@
 * :func:`g_test` -- goodness of fit of observed counts to an exact output law.
 * :func:`coincidence_z` -- independence of paired outputs (noise reused across tokens);
   :func:`independence_scores` applies it to a mechanism with an exact law.
+
+The suite's chance-failure rate under correct code (about 4e-6 per test, 1e-4 overall) and
+its measured power are documented in ``tests/audit/__init__.py``.
 """
 
 from __future__ import annotations

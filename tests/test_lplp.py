@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 import dxp_plugins as dxp
 from dxp_plugins import registry
-from dxp_plugins.lplp import balanced, calibrate, check_partition, groupings, noise
+from dxp_plugins.lplp import balanced, calibrate, check_partition, compression, groupings, noise
 from dxp_plugins.lplp.compression import DecompressionPlan, check_counts, decompress
 from dxp_plugins.lplp.groupings import GroupingContext, make_groups
 from dxp_plugins.lplp.histogram import dp_histogram
@@ -213,6 +213,30 @@ def test_decompression_without_compression_puts_each_count_on_its_feature(labels
     out = decompress(counts, plan, np.random.default_rng(0))
     assert sp.issparse(out) and out.has_sorted_indices and out.indices.dtype == np.int32
     np.testing.assert_array_equal(out.toarray(), counts[:, labels])  # feature j <- its group
+
+
+def test_sparse_decompression_keeps_each_document_in_its_row(monkeypatch):
+    """Few counts over many features: the (document, feature, count) triplet assembly. Every
+    document keeps its own group totals row by row (one-word groups, multinomial draws and
+    unit-by-unit draws alike), and the output equals the dense block's for the same seed
+    (both assemble the same draws)."""
+    labels = np.r_[np.repeat(np.arange(38), 50), np.arange(38, 138)]  # 38 x 50 words, 100 x 1
+    plan = DecompressionPlan.build(labels, 138, np.random.default_rng(4).random(len(labels)))
+    counts = np.zeros((10, 138), dtype=np.int64)
+    for doc in range(10):
+        counts[doc, doc] = doc + 1  # drawn unit by unit (at most twice the group's size)
+        counts[doc, 20 + doc] = 150 + doc  # one multinomial draw
+        counts[doc, 38 + doc] = 3 + doc  # a one-word group
+    # Path coverage: below the density where the draws are assembled in a dense block.
+    assert (
+        np.minimum(counts, plan.sizes).sum()
+        <= compression._DENSE_ABOVE * len(counts) * plan.n_features
+    )
+    out = decompress(counts, plan, np.random.default_rng(0))
+    np.testing.assert_array_equal(out.toarray() @ np.eye(138, dtype=np.int64)[labels], counts)
+    monkeypatch.setattr(compression, "_DENSE_ABOVE", 0.0)
+    dense = decompress(counts, plan, np.random.default_rng(0))
+    np.testing.assert_array_equal(out.toarray(), dense.toarray())
 
 
 def test_empty_release_spends_nothing():

@@ -267,6 +267,37 @@ def test_a_weights_array_is_checked_before_the_histogram_is_charged(counts):
     assert accountant.spent == 0
 
 
+@pytest.mark.parametrize(
+    ("grouping", "weights"),
+    [("random", "uniform"), ("frequency", "zipf"), ("frequency", np.arange(1.0, 41.0))],
+    ids=["uniform", "zipf", "public array"],
+)
+def test_public_weights_never_read_the_fitted_counts(vocabulary, glove_5k, grouping, weights):
+    """PRIVACY.md 9: with public weights, fit's grouping and decompression tables come from
+    public data only. Fitting the same settings on two different corpora must give the same
+    groups and the same per-group probabilities (the audit cannot see a fit that used the
+    corpus totals: both inputs of each audited pair share one fit)."""
+    rng = np.random.default_rng(0)
+    corpora = [rng.poisson(1.0, (50, 40)), rng.poisson(1.0, (50, 40))]
+    corpora[1][:, [0, 7, 13]] += 30  # a very different histogram
+    fitted = [
+        LPLPTransformer(
+            epsilon=1.0,
+            n_groups=8,
+            grouping=grouping,
+            vocabulary=vocabulary[:40],
+            embeddings=glove_5k,
+            weights=weights,
+            random_state=1,
+        ).fit(corpus)
+        for corpus in corpora
+    ]
+    first, second = (transformer.release_.plan for transformer in fitted)
+    np.testing.assert_array_equal(fitted[0].groups_, fitted[1].groups_)
+    np.testing.assert_array_equal(first.probabilities, second.probabilities)
+    np.testing.assert_array_equal(first.columns, second.columns)
+
+
 @pytest.mark.parametrize("uncompressed", [None, "all features"])
 def test_uncompressed_release_spends_no_histogram_budget(counts, uncompressed):
     """K = M decompresses nothing and needs no grouping, so weights="dp-histogram" and a

@@ -402,6 +402,36 @@ def test_constant_work_matches_the_same_law(plane):
     assert len(steady.cache) == 0
 
 
+def test_constant_work_does_the_same_work_whatever_the_ball(plane, monkeypatch):
+    """PRIVACY.md 27: every token measures its distance to every word and draws Gumbel noise
+    over all |W| + 1 entries (the ball is masked, never cut out), for a one-word ball as for
+    a nine-word one. The default sampler's work follows the ball and draws no Gumbel noise,
+    so a constant-work mode that silently fell back to it fails here."""
+    mech = dxp.TEM(plane, epsilon=1.0, gamma=0.8, constant_work=True)
+    sizes = {row: len(mech.candidates(row)) for row in (1, 3)}
+    assert sizes == {1: 1, 3: 9}  # the smallest and the largest ball of this vocabulary
+    gumbel_shapes, distance_shapes = [], []
+    sample_gumbel, balls = tem_module.sample_gumbel, mech._balls
+
+    def recorded_gumbel(rng, shape, epsilon):
+        gumbel_shapes.append(tuple(shape))
+        return sample_gumbel(rng, shape, epsilon)
+
+    def recorded_balls(ids, gamma):
+        distances, mask = balls(ids, gamma)
+        distance_shapes.append(distances.shape)
+        return distances, mask
+
+    monkeypatch.setattr(tem_module, "sample_gumbel", recorded_gumbel)
+    monkeypatch.setattr(mech, "_balls", recorded_balls)
+    for row in sizes:
+        gumbel_shapes.clear()
+        distance_shapes.clear()
+        mech.privatize_ids(np.full(7, row))
+        assert gumbel_shapes == [(7, len(plane) + 1)], (row, gumbel_shapes)
+        assert distance_shapes == [(7, len(plane))], (row, distance_shapes)
+
+
 def test_large_ball_batch_on_real_embeddings(glove_5k):
     """Small epsilon: balls hold the whole vocabulary; a batch with repeats stays exact."""
     mech = dxp.TEM(glove_5k, epsilon=0.5)

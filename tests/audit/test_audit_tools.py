@@ -44,3 +44,37 @@ def test_g_test_and_epsilon_bound_on_known_answers():
     strict = epsilon_lower_bound(counts, [(0, 1)], [1.0], 1.0)
     loose = epsilon_lower_bound(counts, [(0, 1)], [1.0], 3.0)
     assert not strict.passed and 1.0 < strict.epsilon_lower_bound <= 2.0 and loose.passed
+
+
+def test_epsilon_bound_tests_both_directions_of_a_pair():
+    """Pr[M(1)=0] = e^2 Pr[M(0)=0] while every ratio the other way stays below e^1: only the
+    direction (1, 0) of the pair (0, 1) refutes epsilon = 1, whichever way the pair is given."""
+    n = 100_000
+    q0 = round(n * 0.5 * np.exp(-2.0))
+    counts = np.array([[q0, n - q0], [n // 2, n // 2]])  # input 0: q, input 1: (1/2, 1/2)
+    for pair in ((0, 1), (1, 0)):
+        result = epsilon_lower_bound(counts, [pair], [1.0], 1.0)
+        assert not result.passed and result.worst == (1, 0, 0), (pair, str(result))
+        assert 1.8 < result.epsilon_lower_bound < 2.0
+
+
+def test_epsilon_bound_equals_clopper_pearson_at_the_bonferroni_level():
+    """The bound, recomputed from scipy's beta quantiles: per-bound level alpha / (2 * tests)
+    with tests = 2 directions x pairs x outputs (each test uses one lower and one upper
+    bound), rows of different totals, distances dividing the log-ratio."""
+    from scipy.stats import beta
+
+    counts = np.array([[600, 300, 100], [200, 500, 300], [50, 250, 1700]])
+    pairs, distances, alpha = [(0, 1), (1, 2)], [0.5, 2.0], 1e-6
+    level = alpha / (2 * (2 * len(pairs) * counts.shape[1]))
+    n = counts.sum(axis=1, keepdims=True)
+    lower = beta.ppf(level, counts, n - counts + 1)
+    upper = beta.ppf(1 - level, counts + 1, n - counts)
+    expected = max(
+        np.max(np.log(lower[x]) - np.log(upper[y])) / distance
+        for (a, b), distance in zip(pairs, distances, strict=True)
+        for x, y in ((a, b), (b, a))
+    )
+    result = epsilon_lower_bound(counts, pairs, distances, 1.0, alpha=alpha)
+    assert expected > 0 and result.tests == 12
+    assert result.epsilon_lower_bound == pytest.approx(expected, rel=1e-12)

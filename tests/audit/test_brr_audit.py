@@ -8,6 +8,8 @@ on about half of all draws).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -87,8 +89,15 @@ def test_flip_law_rejects_two_epsilon(monkeypatch, epsilon):
 
 
 def test_flip_probability_never_overflows():
-    assert brr_module.flip_probability(700.0) > 0.0
+    """expit(-epsilon), never 1 / (1 + exp(epsilon)): exp overflows from epsilon ~709.8
+    (numpy warns, math raises). The mechanisms cap epsilon at 700, where both forms still
+    agree, so the function is called directly beyond the cap, with overflow made an error."""
+    assert brr_module.flip_probability(700.0) == pytest.approx(np.exp(-700.0), rel=1e-12)
     assert brr_module.flip_probability(1e-12) == pytest.approx(0.5)
+    with warnings.catch_warnings(), np.errstate(over="raise"):
+        warnings.simplefilter("error")
+        for epsilon in (720.0, 1e300):
+            assert 0.0 <= brr_module.flip_probability(epsilon) < 1e-300
 
 
 # -- T2: the exact law, every 8-bit code enumerated ---------------------------------------------

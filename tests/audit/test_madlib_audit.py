@@ -103,7 +103,9 @@ def audit_plane(epsilon: float, draws: int = DRAWS):
     )
     points = np.vstack([table.vectors, table.unk_vector()[None, :]])
     unk = len(table)
-    pairs = [*PLANE_PAIRS, (unk, 0), (unk, 1)]
+    # a and each sink: b and c are not among a sink's 3 nearest words, nor the sink among
+    # a's, so decoding restricted to the input's neighbours shows as a privacy violation.
+    pairs = [*PLANE_PAIRS, (0, 2), (0, 4), (unk, 0), (unk, 1)]
     distances = [float(np.linalg.norm(points[a] - points[b])) for a, b in pairs]
     return epsilon_lower_bound(counts, pairs, distances, epsilon), counts
 
@@ -161,6 +163,28 @@ def test_black_box_audit_fails_when_input_excluded(monkeypatch, epsilon):
         return np.argmin(distances, axis=1)
 
     monkeypatch.setattr(dxp.Madlib, "_sample", sample_excluding_input)
+    result, _ = audit_plane(epsilon, draws=50_000)
+    assert not result.passed, str(result)
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_black_box_audit_fails_when_decoding_only_among_input_neighbours(monkeypatch, k):
+    """Decoding among the input's k nearest words only (PRIVACY.md 2): from sink_axis, b is
+    never output, while a outputs it often. The audit must report an epsilon violation, not
+    merely a bound below the tightness floor."""
+
+    def sample_among_input_neighbours(self, ids, rng):
+        points = self._points(ids)
+        noisy = points + madlib_module.sample_noise(rng, len(ids), 2, self.epsilon)
+        vectors = self.embeddings.vectors.astype(np.float64)
+        to_input = ((points[:, None, :] - vectors[None]) ** 2).sum(-1)
+        allowed = np.argsort(to_input, axis=1, kind="stable")[:, :k]
+        to_noisy = ((noisy[:, None, :] - vectors[None]) ** 2).sum(-1)
+        rows = np.arange(len(ids))[:, None]
+        return allowed[rows[:, 0], np.argmin(to_noisy[rows, allowed], axis=1)]
+
+    monkeypatch.setattr(dxp.Madlib, "_sample", sample_among_input_neighbours)
+    epsilon = 0.5  # the fixture scales with 1/epsilon: epsilon * d is the same at 2
     result, _ = audit_plane(epsilon, draws=50_000)
     assert not result.passed, str(result)
 
