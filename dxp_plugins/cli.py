@@ -6,7 +6,8 @@
     dxp embeddings list
 
 Errors are one line on stderr, without a traceback and without any input text: unexpected
-ones give only their type and the input line where known.
+ones give only their type and the input line where known. Warnings from code outside the
+library (a token filter, a loader, spaCy) give only their category and module.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -22,8 +24,9 @@ import stat
 import sys
 import threading
 import warnings
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack, closing, contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -88,7 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="input files; '-' or nothing reads stdin",
     )
-    priv.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    priv.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        help=(
+            "output file (default: stdout), replaced only when the run succeeds; /dev/stdout, "
+            "/dev/fd/N, FIFOs and devices are written through (appended to, never replaced)"
+        ),
+    )
     priv.add_argument("-m", "--mechanism", default="madlib", help="registry name (default: madlib)")
     priv.add_argument(
         "-e",
@@ -151,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         help=(
             "JSONL: also write these fields of each record ('*' = all) UNCHANGED: not "
-            "privatized, not counted; warns and is listed in --report"
+            "privatized, not counted; warns and is listed in --report. Copied value for "
+            "value (numbers as Python ints and floats, escapes as UTF-8)"
         ),
     )
     priv.add_argument(
@@ -163,11 +175,19 @@ def build_parser() -> argparse.ArgumentParser:
     priv.add_argument(
         "--batch-size",
         type=int,
-        help="documents per mechanism call (default 1000, as spaCy's nlp.pipe; seeded TEM "
-        "draws depend on it)",
+        help="documents per mechanism call (default 1000, as spaCy's nlp.pipe). Seeded draws "
+        "of every mechanism depend on it and on how the input is split into files (each file "
+        "is batched separately)",
     )
     priv.add_argument(
-        "--report", metavar="FILE", help="write the guarantee as JSON ('-' for stderr)"
+        "--report",
+        metavar="FILE",
+        help=(
+            "write the guarantee as JSON ('-' for stderr); never where the private text goes "
+            "(refused). A run that fails after writing documents to stdout (or an -o written "
+            'through) still reports them, marked "complete": false; one whose reader left '
+            "early (| head) exits 141 with no report"
+        ),
     )
     priv.add_argument(
         "--progress",
@@ -368,10 +388,7 @@ def _records(
             if not body.strip():
                 yield number, ("blank", ending), ""
                 continue
-            try:
-                record = json.loads(body)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise CLIError(f"{where}: not valid JSON") from None
+            record = _parse_record(body, where)
             if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
                 raise CLIError(f"{where}: field {args.field!r} is missing or not a string")
             yield number, ("json", record, ending), check_text(record[args.field], where)
@@ -392,17 +409,46 @@ def _records(
             yield number, ("raw", ending), _decode(body, where)
 
 
+class _NotJSON(ValueError):
+    """NaN, Infinity or -Infinity: Python's json reads them, but they are not JSON."""
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise _NotJSON(name)
+
+
+def _parse_record(body: bytes, where: str) -> Any:
+    """One JSONL line, decoded as strict UTF-8 first (as plain text is: json.loads would
+    guess UTF-16 or UTF-32), then parsed as strict JSON; errors name the line and the
+    reason, never the input."""
+    from ._validation import check_text
+
+    text = check_text(body, where)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except _NotJSON:
+        reason = "NaN and Infinity are not JSON"
+    except json.JSONDecodeError as error:  # its msg is fixed text; the part after ':' may
+        reason = f"{error.msg.partition(':')[0]}, character {error.pos + 1}"  # quote input
+    except RecursionError:
+        reason = "nested too deeply"
+    except ValueError:  # int(): more digits than sys.get_int_max_str_digits()
+        reason = "a number too long"
+    raise CLIError(f"{where}: not valid JSON ({reason})")
+
+
 def _looks_like_json_object(body: bytes) -> bool:
     if not body.lstrip().startswith(b"{"):
         return False
     try:
         return isinstance(json.loads(body), dict)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError too
         return False
 
 
-def _render(context: Any, private: str, field: str, kept: Sequence[str]) -> bytes:
-    """The output line: plain text, or a JSON object of the private field and the kept ones."""
+def _render(context: Any, private: str, field: str, kept: Sequence[str], where: str) -> bytes:
+    """The output line: plain text, or a JSON object of the private field and the kept ones
+    (strict JSON: a kept value JSON cannot hold is an error naming its field)."""
     if context[0] == "json":
         _, record, ending = context
         keep_all = ALL_FIELDS in kept
@@ -411,8 +457,31 @@ def _render(context: Any, private: str, field: str, kept: Sequence[str]) -> byte
             for key, value in record.items()
             if key == field or keep_all or key in kept
         }
-        return json.dumps(out, ensure_ascii=False).encode("utf-8") + (ending or b"\n")
+        try:
+            text = json.dumps(out, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+            raise _unwritable_field(out, kept, where) from None
+        return text + (ending or b"\n")
     return private.encode("utf-8") + context[-1]
+
+
+def _unwritable_field(out: dict[str, Any], kept: Sequence[str], where: str) -> CLIError:
+    """Which kept field cannot be written as strict UTF-8 JSON, and why. A field is named
+    only when the command line named it (under '*' the names are input: its position)."""
+    for position, (key, value) in enumerate(out.items(), start=1):
+        try:
+            json.dumps({key: value}, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError:
+            reason = "is not valid Unicode (a lone surrogate)"
+        except RecursionError:
+            reason = "is nested too deeply"
+        except ValueError:  # 1e400 was read as a Python float: inf
+            reason = "holds a number out of float range (kept values go through Python floats)"
+        else:
+            continue
+        name = repr(key) if key in kept else f"#{position} of the record"
+        return CLIError(f"{where}: kept field {name} {reason}")
+    return CLIError(f"{where}: the record cannot be written as JSON")
 
 
 def _kept_fields(args: argparse.Namespace) -> list[str]:
@@ -464,34 +533,133 @@ def _same_file(a: str, b: str) -> bool:
         return Path(a).resolve() == Path(b).resolve()
 
 
+#: Names of this process's own descriptors: /dev/stdout, /dev/fd/N, /proc/self/fd/N.
+_STANDARD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_FD_NAME = re.compile(r"/(?:dev|proc/self|proc/thread-self|proc/(\d+))/fd/(\d+)")
+_STREAM_NAMES = {0: "stdin", 1: "stdout", 2: "stderr"}
+
+
+def _descriptor(target: str) -> int | None:
+    """The descriptor ``target`` names (``/dev/stdout``, ``/dev/fd/3``,
+    ``/proc/self/fd/3``), else None. Such a name is a link to what the descriptor holds: a
+    pipe has no path to replace, and replacing the file behind it would drop what an ``>>``
+    redirect held (and what was written to the descriptor): they are written through."""
+    path = os.path.abspath(target)
+    if path in _STANDARD:
+        return _STANDARD[path]
+    match = _FD_NAME.fullmatch(path)
+    if match is None or (match[1] is not None and int(match[1]) != os.getpid()):
+        return None
+    return int(match[2])
+
+
+def _same_regular_file(fd: int, name: str) -> bool:
+    """Whether descriptor ``fd`` holds the regular file ``name`` (pipes and terminals may be
+    shared: a regular file would be replaced, or read while it grows)."""
+    try:
+        held, named = os.fstat(fd), os.stat(name)
+    except OSError:
+        return False
+    return stat.S_ISREG(held.st_mode) and (held.st_dev, held.st_ino) == (
+        named.st_dev,
+        named.st_ino,
+    )
+
+
+def _overlaps(target: str, name: str) -> bool:
+    """Whether output ``target`` (a file name or a descriptor's) is input file ``name``."""
+    fd = _descriptor(target)
+    return _same_file(target, name) if fd is None else _same_regular_file(fd, name)
+
+
 def _check_targets(args: argparse.Namespace) -> None:
     """Refuse to write over an input: it would be replaced by its own privatization (the
-    output was even emptied before the input was read)."""
+    output was even emptied before the input was read). Refuse a report written where the
+    private text goes: it would be mixed into it, or lost when the output replaces it."""
     inputs = [name for name in args.files if name != "-"]
     for option, target in (("--output", args.output), ("--report", args.report)):
-        if target not in (None, "-") and any(_same_file(target, name) for name in inputs):
+        if target not in (None, "-") and any(_overlaps(target, name) for name in inputs):
             raise CLIError(f"{option} {target} is also an input file: write to another file")
-    targets = [target for target in (args.output, args.report) if target not in (None, "-")]
-    special = len(targets) == 2 and Path(targets[0]).exists() and not Path(targets[0]).is_file()
-    if len(targets) == 2 and _same_file(*targets) and not special:  # /dev/null twice is fine
-        raise CLIError("--output and --report name the same file: write them apart")
+    if args.report is None:
+        return
+
+    def destination(target: str, standard: int) -> int | str:
+        """The descriptor a target writes to ('-': stdout or stderr), else its file name."""
+        if target == "-":
+            return standard
+        fd = _descriptor(target)
+        return target if fd is None else fd
+
+    output, report = destination(args.output, 1), destination(args.report, 2)
+    if isinstance(output, int) and isinstance(report, int):
+        same = output == report
+    elif isinstance(output, str) and isinstance(report, str):
+        special = Path(output).exists() and not Path(output).is_file()
+        same = _same_file(output, report) and not special  # /dev/null twice is fine
+    elif isinstance(output, int):  # a descriptor and a file name: the same regular file?
+        same = _same_regular_file(output, str(report))
+    else:
+        same = _same_regular_file(int(report), output)
+    if same:
+        where = "stdout" if args.output == "-" else args.output
+        raise CLIError(
+            f"--report {args.report} and the output ({where}) are the same file or "
+            "descriptor: write them apart"
+        )
+
+
+def _open_descriptor(target: str, fd: int) -> IO[bytes]:
+    """A duplicate of descriptor ``fd``: it keeps the shell's O_APPEND and offset, and
+    nothing is truncated or replaced."""
+    name = _STREAM_NAMES.get(fd)
+    if name is not None and getattr(sys, name) is None:  # closed when dxp started
+        raise CLIError(f"cannot write {target}: {name} is closed")
+    try:
+        copy = os.dup(fd)
+    except OSError as error:
+        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+    if not _open_for_writing(copy):
+        os.close(copy)
+        raise CLIError(f"cannot write {target}: not open for writing")
+    return os.fdopen(copy, "wb")
+
+
+def _open_for_writing(fd: int) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: a write will tell
+        return True
+    return (fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE) in (os.O_WRONLY, os.O_RDWR)
 
 
 @contextmanager
-def _replacing(target: str) -> Iterator[IO[bytes]]:
+def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
     """A new file beside ``target`` that replaces it only when the block succeeds: a failed
-    run leaves no partial output and an existing ``target`` untouched."""
-    path = Path(target).resolve()  # a symlink: replace the file it points to
-    if path.is_dir():  # os.replace would fail only once the work is done
+    run leaves no partial output and an existing ``target`` untouched. Descriptors
+    (``/dev/stdout``, ``/dev/fd/N``), devices, FIFOs and sockets are written through instead.
+    Yields the stream and whether it replaces ``target`` (False: written through)."""
+    fd = _descriptor(target)
+    if fd is not None:
+        with _open_descriptor(target, fd) as direct:
+            yield direct, False
+        return
+    try:
+        info: os.stat_result | None = os.stat(target)  # follows links, as open() would
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):  # os.replace would fail at the end
         raise CLIError(f"cannot write {target}: is a directory")
-    if path.exists() and not path.is_file():  # a device, FIFO or socket: write through it
+    if info is not None and not stat.S_ISREG(info.st_mode):  # device, FIFO: write through
         try:
-            direct = open(path, "wb")  # noqa: SIM115
+            direct = open(target, "wb")  # noqa: SIM115
         except OSError as error:
             raise CLIError(f"cannot write {target}: {error.strerror}") from None
         with direct:
-            yield direct
+            yield direct, False
         return
+    path = Path(target).resolve()  # a symlink: replace the file it points to
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         stream = open(temporary, "xb")  # noqa: SIM115  (mode 0o666 & ~umask, as open(target))
@@ -499,9 +667,9 @@ def _replacing(target: str) -> Iterator[IO[bytes]]:
         raise CLIError(f"cannot write {target}: {error.strerror}") from None
     try:
         with stream:
-            if path.exists():  # an existing target keeps its mode
+            if info is not None:  # an existing target keeps its mode
                 shutil.copymode(path, temporary)
-            yield stream
+            yield stream, True
         os.replace(temporary, path)
     except BaseException:
         with suppress(OSError):
@@ -509,17 +677,51 @@ def _replacing(target: str) -> Iterator[IO[bytes]]:
         raise
 
 
-def _privatize(args: argparse.Namespace) -> int:
-    from tqdm.auto import tqdm
+@dataclass
+class _Released:
+    """What a run has written where a failure cannot take it back: stdout, or an ``-o``
+    written through (a pipe, a descriptor). ``-o FILE`` is replaced only at the end."""
 
+    target: str
+    streamed: bool = False
+    documents: int = 0
+    total: Any = None  # the merged Guarantee of the documents written
+    finished: bool = False  # every document was written
+    report: str | None = None  # where the partial report went
+    report_failed: bool = False
+
+    def add(self, guarantee: Any) -> None:
+        self.documents += 1
+        self.total = guarantee if self.total is None else self.total.merge(guarantee)
+
+    def note(self) -> str:
+        """The end of an error line: what was already released."""
+        if not (self.streamed and self.documents):
+            return ""
+        count = f"{self.documents:,} document{'' if self.documents == 1 else 's'}"
+        text = f"; {count} {'was' if self.documents == 1 else 'were'} already written to "
+        text += self.target
+        if self.report is not None:
+            where = "stderr" if self.report == "-" else self.report
+            text += f" (the report in {where} lists them, marked incomplete)"
+        elif self.report_failed:
+            text += " (the report of them could not be written)"
+        return text
+
+
+def _privatize(args: argparse.Namespace) -> int:
     from .doors import DEFAULT_BATCH_SIZE
-    from .guarantee import Guarantee
-    from .text import privatize_texts
 
     if args.batch_size is None:
         args.batch_size = DEFAULT_BATCH_SIZE
     if args.batch_size < 1:
         raise CLIError("--batch-size must be >= 1")
+    if "-" in args.files and sys.stdin is None:
+        raise CLIError("stdin is closed")
+    if args.output == "-" and sys.stdout is None:
+        raise CLIError("stdout is closed: give -o FILE")
+    if args.report == "-" and sys.stderr is None:
+        raise CLIError("stderr is closed: give --report FILE")
     for name in args.files:  # before any output: files, FIFOs and <(...) only
         path = Path(name)
         if name != "-" and not _readable_input(path):
@@ -545,25 +747,52 @@ def _privatize(args: argparse.Namespace) -> int:
         raise CLIError(
             f"cannot load the spaCy pipeline {args.spacy_model!r}: is it installed?"
         ) from None
-    total: Guarantee | None = None
-    documents = 0
-    with ExitStack() as stack:
-        # Both targets are opened before the work and replaced together when it succeeds.
-        report: IO[bytes] | None = None
-        if args.report and args.report != "-":
-            report = stack.enter_context(_replacing(args.report))
-        out: IO[bytes] = (
-            sys.stdout.buffer
-            if args.output == "-"
-            else stack.enter_context(_replacing(args.output))
-        )
-        progress = stack.enter_context(
-            tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=_no_progress(args))
-        )
-        # A document without a line ending (the last line of a file, a whole file) is
-        # followed by one before the next document, so two never run together.
-        separate = False
-        inputs = stack.enter_context(closing(_open_inputs(args.files)))
+    run = args.released = _Released("stdout" if args.output == "-" else args.output)
+    try:
+        with ExitStack() as stack:
+            # Both targets are opened before the work and replaced together when it succeeds.
+            report: IO[bytes] | None = None
+            if args.report and args.report != "-":
+                report, _ = stack.enter_context(_replacing(args.report))
+            out: IO[bytes]
+            if args.output == "-":
+                out, run.streamed = sys.stdout.buffer, True
+            else:
+                out, replaced = stack.enter_context(_replacing(args.output))
+                run.streamed = not replaced
+            with _progress_bar(args) as progress:
+                _privatize_inputs(args, out, run, progress, kept, mechanism, select, nlp)
+            run.finished = True
+            if args.report:  # no document: nothing was released
+                total = run.total or settings.nothing_released(mechanism)
+                _write_report(report, total, run.documents, kept, complete=True)
+    except BrokenPipeError:  # the reader left: what it read is unknown (exit 141, no report)
+        raise
+    except BaseException:
+        if run.streamed and run.documents and not run.finished and args.report:
+            _report_partial(args.report, run, kept)
+        raise
+    return 0
+
+
+def _privatize_inputs(
+    args: argparse.Namespace,
+    out: IO[bytes],
+    run: _Released,
+    progress: Any,
+    kept: list[str],
+    mechanism: Any,
+    select: Any,
+    nlp: Any,
+) -> None:
+    """Privatize every input to ``out``, one batch at a time; ``run`` counts what is
+    written, document by document (a failure midway has released exactly those)."""
+    from .text import privatize_texts
+
+    # A document without a line ending (the last line of a file, a whole file) is
+    # followed by one before the next document, so two never run together.
+    separate = False
+    with closing(_open_inputs(args.files)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
@@ -586,24 +815,78 @@ def _privatize(args: argparse.Namespace) -> int:
                 except OOVError as error:  # its document index is relative to this batch
                     if error.document is None:
                         raise
-                    where = _place(label, batch[error.document][0])
-                    raise CLIError(
-                        f"{where}: out-of-vocabulary token (token {error.token}) under --oov raise"
+                    number, context, text = batch[error.document]
+                    raise _oov_error(
+                        label, number, context, text, error.token, args, select, nlp
                     ) from None
                 for (number, context, _), result in zip(batch, results, strict=True):
                     args.place = _place(label, number)
-                    line = _render(context, result.text, args.field, kept)
+                    line = _render(context, result.text, args.field, kept, args.place)
                     out.write(b"\n" + line if separate else line)
                     separate = not line.endswith((b"\n", b"\r"))
-                    total = result.guarantee if total is None else total.merge(result.guarantee)
+                    run.add(result.guarantee)
                 progress.update(len(batch))
-                documents += len(batch)
             out.flush()
-        if args.report:
-            if total is None:  # no document: nothing was released
-                total = settings.nothing_released(mechanism)
-            _write_report(report, total, documents, kept)
-    return 0
+
+
+def _oov_error(
+    label: str,
+    number: int | None,
+    context: Any,
+    text: str,
+    token: int | None,
+    args: argparse.Namespace,
+    select: Any,
+    nlp: Any,
+) -> CLIError:
+    """The OOV error located by line and character (counted from 1), never quoted."""
+    from .text import selected_token_offset
+
+    offset = None if token is None else selected_token_offset(text, token, select, nlp)
+    if offset is None:
+        return CLIError(f"{_place(label, number)}: out-of-vocabulary token under --oov raise")
+    if number is None:  # --unit file: the line and character within the file
+        number = text.count("\n", 0, offset) + 1
+        offset -= text.rfind("\n", 0, offset) + 1
+    within = f"of field {args.field!r}" if context[0] == "json" else "of the line"
+    return CLIError(
+        f"{_place(label, number)}: out-of-vocabulary token at character {offset + 1} "
+        f"{within} (counted from 1) under --oov raise"
+    )
+
+
+def _report_partial(target: str, run: _Released, kept: list[str]) -> None:
+    """The report of what a failing run has already released, marked incomplete."""
+    try:
+        if target == "-":
+            _write_report(None, run.total, run.documents, kept, complete=False)
+        else:
+            with _replacing(target) as (stream, _):
+                _write_report(stream, run.total, run.documents, kept, complete=False)
+    except (OSError, CLIError):
+        run.report_failed = True
+    else:
+        run.report = target
+
+
+@contextmanager
+def _progress_bar(args: argparse.Namespace) -> Iterator[Any]:
+    """The progress bar on stderr (none when stderr is closed). While it is drawn,
+    warnings are written through it, so a line never lands inside the bar's."""
+    from tqdm.auto import tqdm
+
+    disable = True if sys.stderr is None else _no_progress(args)
+    with tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=disable) as bar:
+        printer = warnings.showwarning
+        if bar.disable or not isinstance(printer, _WarningPrinter):
+            yield bar
+            return
+        previous = printer.write
+        printer.write = lambda text: tqdm.write(text.rstrip("\n"), file=sys.stderr)
+        try:
+            yield bar
+        finally:
+            printer.write = previous
 
 
 def _no_progress(args: argparse.Namespace) -> bool | None:
@@ -613,11 +896,13 @@ def _no_progress(args: argparse.Namespace) -> bool | None:
 
 
 def _write_report(
-    stream: IO[bytes] | None, guarantee: Any, documents: int, kept: list[str]
+    stream: IO[bytes] | None, guarantee: Any, documents: int, kept: list[str], *, complete: bool
 ) -> None:
-    """The JSON report to ``stream`` (None: stderr, for ``--report -``)."""
+    """The JSON report to ``stream`` (None: stderr, for ``--report -``); ``complete`` is
+    False for the documents a failing run had already released."""
     report = {
         "documents": documents,
+        "complete": complete,
         "statement": guarantee.statement,
         "guarantee": guarantee.to_dict(),
         # JSONL fields written unchanged by --keep-fields ("*": all but --field).
@@ -625,7 +910,7 @@ def _write_report(
     }
     text = json.dumps(report, indent=2) + "\n"
     if stream is None:
-        sys.stderr.write(text)
+        _say(text)
     else:
         stream.write(text.encode("utf-8"))
 
@@ -721,10 +1006,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     if args.refine and not targeted:
         raise CLIError("--refine bisects towards a target: give --max-n-w or --min-s-w")
     out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise CLIError(f"cannot create {args.out}: {error.strerror}") from None
+    _check_folder(args.out)  # created only once every argument has been used (and so checked)
 
     def build(epsilon: float) -> Any:
         # The door settings share one loaded table between the mechanisms of every epsilon.
@@ -739,7 +1021,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         "n_samples": args.samples,
         "eta": args.eta,
         "method": args.method,
-        "progress": args.progress,  # None: a bar only when stderr is a terminal
+        # None: a bar only when stderr is a terminal; none when stderr is closed
+        "progress": False if sys.stderr is None else args.progress,
     }
     choice = None
     if targeted:
@@ -768,6 +1051,10 @@ def _calibrate(args: argparse.Namespace) -> int:
         verdicts = {row["epsilon"]: row["meets_target"] for row in choice.table()}
         for row in summaries:
             row["meets_target"] = verdicts[row["epsilon"]]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CLIError(f"cannot create {args.out}: {error.strerror}") from None
     calibration.write_csv(
         [r for result in results for r in result.to_records()], out / "calibration.csv"
     )
@@ -805,6 +1092,18 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_folder(name: str) -> None:
+    """Refuse early, creating nothing, an output folder that could not be made later: its
+    nearest existing ancestor must be a folder this process may write into."""
+    existing = Path(name).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise CLIError(f"cannot create {name}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CLIError(f"cannot create {name}: {existing}: Permission denied")
+
+
 def _calibration_figures(results: list[Any], listed: set[float], out: Path) -> list[str]:
     try:
         from . import plotting
@@ -837,16 +1136,79 @@ def _print_summary(summaries: list[dict[str, Any]], targeted: bool) -> None:
         print(line)
 
 
-def _one_line_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-    sys.stderr.write(f"{PROG}: warning: {message}\n")
+def _say(text: str) -> None:
+    """Write to stderr, unless it was closed when dxp started (then say nothing)."""
+    if sys.stderr is not None:
+        sys.stderr.write(text)
 
 
-def _unexpected(error: Exception, place: str | None) -> int:
+#: The package files that call ``warnings.warn``: the library's helper (``errors.warn``)
+#: and this module. Their messages never quote input. A warning from any other code is
+#: printed without its message; so is one from C or Cython code (spaCy), which has no frame
+#: of its own and so seems to come from the Python file that called it.
+_WARNING_SOURCES = frozenset(
+    {Path(__file__).resolve(), Path(__file__).resolve().parent / "errors.py"}
+)
+
+
+class _WarningPrinter:
+    """``warnings.showwarning`` for the CLI: one line per warning. The library's own
+    warnings are printed as they are; any other code's (a token filter, an embeddings
+    loader, spaCy) only as its category and module, since its message may quote the input,
+    and once per category and module. ``write`` is replaced while a progress bar is drawn."""
+
+    def __init__(self) -> None:
+        self.write: Callable[[str], None] = _say
+        self.withheld: set[tuple[str, str]] = set()
+
+    def __call__(
+        self,
+        message: Any,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        caller = self._caller()
+        origin = filename if caller is None else caller.f_code.co_filename
+        if Path(origin).resolve() in _WARNING_SOURCES:
+            self.write(f"{PROG}: warning: {message}\n")
+            return
+        module = _module_name(filename) if caller is None else caller.f_globals.get("__name__")
+        key = (category.__name__, str(module))
+        if key not in self.withheld:
+            self.withheld.add(key)
+            self.write(
+                f"{PROG}: warning: {category.__name__} from {module} "
+                "(details withheld: they may quote the input)\n"
+            )
+
+    @staticmethod
+    def _caller() -> Any:
+        """The frame that called ``warnings.warn`` (its ``filename`` argument is the frame
+        ``stacklevel`` names, which the library sets to its caller's: the CLI's own)."""
+        frame: Any = sys._getframe(2)
+        while frame is not None and frame.f_globals.get("__name__") == "warnings":
+            frame = frame.f_back
+        return frame
+
+
+def _module_name(filename: str) -> str:
+    """A module name for a source file (its path under sys.path, dotted), else its name."""
+    path = Path(filename)
+    for entry in sorted((Path(p) for p in sys.path if p), key=lambda p: -len(p.parts)):
+        with suppress(ValueError):
+            return ".".join(path.with_suffix("").relative_to(entry).parts)
+    return path.name
+
+
+def _unexpected(error: BaseException, place: str | None, note: str = "") -> int:
     """Any other error: its type and the input place only (its message may quote input)."""
     where = f"{place}: " if place else ""
-    sys.stderr.write(
+    _say(
         f"{PROG}: error: {where}unexpected {type(error).__name__} "
-        "(details withheld: they may quote the input)\n"
+        f"(details withheld: they may quote the input){note}\n"
     )
     return 1
 
@@ -867,50 +1229,85 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxp`` console script."""
+    _hold_closed_descriptors()
     parser = build_parser()
     args = parser.parse_args(argv)
     args.place = None  # the input line being handled, when known (see _records)
-    previous = _exit_on_sigterm()
+    previous = _exit_on_signals()
+
+    def note() -> str:  # what a failing privatize run had already written to stdout
+        released = getattr(args, "released", None)
+        return "" if released is None else released.note()
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
-            warnings.showwarning = _one_line_warning
+            warnings.showwarning = _WarningPrinter()
             code: int = args.handler(args)
         return code
     except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG}: interrupted\n")
+        _say(f"{PROG}: interrupted{note()}\n")
         return 130
     except BrokenPipeError:  # the reader left: the run did not finish (no --report)
         return 141  # as a shell reports a process killed by SIGPIPE
+    except SystemExit as stop:  # SIGTERM or SIGHUP (see _exit_on_signals)
+        if note():
+            _say(f"{PROG}: stopped{note()}\n")
+        raise stop from None
     except UnicodeError as error:  # a ValueError whose message quotes the offending text
-        return _unexpected(error, args.place)
+        return _unexpected(error, args.place, note())
     except (DxpError, ValueError, TypeError) as error:
         if not (isinstance(error, DxpError) or _raised_by_this_library(error)):
-            return _unexpected(error, args.place)
-        sys.stderr.write(f"{PROG}: error: {error}\n")
+            return _unexpected(error, args.place, note())
+        _say(f"{PROG}: error: {error}{note()}\n")
         return 1
     except OSError as error:
-        sys.stderr.write(f"{PROG}: error: {error.strerror or type(error).__name__}\n")
+        _say(f"{PROG}: error: {error.strerror or type(error).__name__}{note()}\n")
         return 1
     except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
-        return _unexpected(error, args.place)
+        return _unexpected(error, args.place, note())
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-def _exit_on_sigterm() -> Any:
-    """Turn SIGTERM into SystemExit (exit code 143), so clean-up runs (the temporary output
-    file is removed) as it does on errors; returns the previous handler to restore."""
+def _hold_closed_descriptors() -> None:
+    """Open /dev/null on stdin, stdout or stderr when dxp started with it closed (``2>&-``,
+    some daemons): a file opened later would take its number, and a library writing to
+    descriptor 2 would write into it. ``sys.stderr`` and the others stay None: dxp sees
+    them closed (see _say, _privatize)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, os.O_RDWR)  # the lowest free number: ``fd``
+            if held != fd:  # pragma: no cover - a lower one was free, so this was too
+                os.close(held)
+
+
+#: Signals that end a run as an error does (the temporary output file is removed): kill's
+#: default and a closed terminal's.
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+def _exit_on_signals() -> dict[int, Any]:
+    """Turn SIGTERM and SIGHUP into SystemExit (exit code 128 + the signal: 143, 129), so
+    clean-up runs (the temporary output file is removed) as it does on errors; returns the
+    previous handlers to restore. A signal ignored on purpose (``nohup``) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
-        return None  # signal handlers can only be installed from the main thread
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_IGN, None):
-        return None  # ignored on purpose, or a handler set outside Python: leave it
+        return {}  # signal handlers can only be installed from the main thread
 
     def stop(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)
 
-    return signal.signal(signal.SIGTERM, stop)
+    previous = {}
+    for signum in _STOP_SIGNALS:
+        if signal.getsignal(signum) in (signal.SIG_IGN, None):
+            continue  # ignored on purpose, or a handler set outside Python: leave it
+        previous[signum] = signal.signal(signum, stop)
+    return previous
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -428,3 +428,27 @@ def _oov_in_text(position: int, token: int | None) -> OOVError:
         document=position,
         token=token,
     )
+
+
+def selected_token_offset(
+    text: str, index: int, select: Selector | None = None, nlp: Any = None
+) -> int | None:
+    """Where the ``index``-th privatized token of ``text`` starts (a character offset into
+    ``text``), tokenized and selected again as :func:`privatize_texts` does (in pieces for a
+    long text): an :class:`OOVError`'s ``token`` made findable without quoting the token.
+    None when ``text`` has fewer privatized tokens."""
+    long = len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text)
+    start = 0
+    for part in pieces(text, PIECE_CHARS) if long else [text]:
+        with forgetting(blank_pipeline() if nlp is None else nlp):
+            doc = (tokenizer() if nlp is None else nlp)(part)
+            tokens = TokenizedText.from_doc(doc, None if select is None else select(doc))
+        offset = start
+        for word, space, keep in zip(tokens.words, tokens.spaces, tokens.selected, strict=True):
+            if keep:
+                if index == 0:
+                    return offset
+                index -= 1
+            offset += len(word) + len(space)
+        start += len(part)
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -126,12 +127,20 @@ SURROGATE_KEPT = b'{"text": "hockey", "n": "zq7secret \\ud800"}\n'
         (b'{"body": "zq7secret"}\n', [], "field 'text' is missing"),
         (b"zq7secret \xff\n", ["--format", "text"], "not valid UTF-8"),
         (b"zq7secret hockey\n", ["--format", "text", "--oov", "raise"], "out-of-vocabulary token"),
-        # Unexpected errors: type and line only (a RecursionError had a traceback, and a
+        # Named, never quoted (a RecursionError had a traceback, then was "unexpected"; a
         # UnicodeEncodeError's message quoted the offending character).
-        (b'{"text": "hockey"}\n' + b"[" * 200_000 + b"\n", [], "jsonl, line 2: unexpected Recu"),
+        (
+            b'{"text": "hockey"}\n' + b"[" * 200_000 + b"\n",
+            [],
+            "jsonl, line 2: not valid JSON (nested too deeply)",
+        ),
         (SURROGATE, ["--batch-size", "1"], "jsonl, line 2 is not valid Unicode"),
         (SURROGATE, [], "jsonl, line 2 is not valid Unicode"),  # the line, not the batch
-        (SURROGATE_KEPT, ["--keep-fields", "*"], "jsonl, line 1: unexpected UnicodeEncodeError"),
+        (
+            SURROGATE_KEPT,
+            ["--keep-fields", "*"],
+            "jsonl, line 1: kept field #2 of the record is not valid Unicode",
+        ),
     ],
     # Named: an id built from the 200 kB input made PYTEST_CURRENT_TEST too long for the
     # subprocess's environment (E2BIG) under pytest 8.0.
@@ -214,7 +223,28 @@ def test_oov_error_names_the_input_line(tmp_path, capsys, name, content, batch_s
     args = ["privatize", source, "-e", 5, "--oov", "raise", "--batch-size", batch_size, *FAST]
     code, _, err = run(args, capsys)
     assert code == 1 and err.count("\n") == 1 and "zq7secret" not in err
-    assert f"{name}, line 5: out-of-vocabulary token (token 1) under --oov raise" in err
+    within = "of field 'text'" if name.endswith("jsonl") else "of the line"
+    assert (
+        f"{name}, line 5: out-of-vocabulary token at character {3 if 'jsonl' in name else 7} "
+        f"{within} (counted from 1) under --oov raise"
+    ) in err
+
+
+@pytest.mark.parametrize("unit", ["line", "file"])
+def test_oov_error_gives_a_character_position(capsys, monkeypatch, unit):
+    """It said "token 1": a 0-based index among the privatized words only (punctuation and
+    whitespace not counted), beside a 1-based line number. Now: the 1-based character where
+    the token starts in its line (in --unit file, the line within the file)."""
+    text = "ok line\nTeam, , , \tZyxwq!\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    args = ["privatize", "-e", 5, "--oov", "raise", "--unit", unit, *FAST]
+    code, out, err = run(args, capsys)
+    assert code == 1 and out == "" and "Zyxwq" not in err
+    assert err == (
+        "dxp: error: stdin, line 2: out-of-vocabulary token at character 12 of the line "
+        "(counted from 1) under --oov raise\n"
+    )
+    assert text.splitlines()[1][12 - 1 :].startswith("Zyxwq")
 
 
 def test_argument_errors_are_one_line(capsys):
@@ -470,21 +500,26 @@ def test_third_party_error_messages_are_withheld(tmp_path, capsys, monkeypatch):
     assert "zq7secret" not in err and "unexpected ValueError" in err and err.count("\n") == 1
 
 
-def test_sigterm_leaves_no_temporary_output(tmp_path):
-    """A terminated run cleans up like a failed one: no hidden partial file of private text."""
-    import signal
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_leaves_no_temporary_output(tmp_path, signum):
+    """A terminated run (kill, or a closed terminal: SIGHUP left a hidden partial file)
+    cleans up like a failed one: no hidden partial file of private text."""
     import time
 
     source, target = tmp_path / "big.txt", tmp_path / "out.txt"
     source.write_text("the hockey team won the final again\n" * 200_000, encoding="utf-8")
     command = [Path(sys.executable).with_name("dxp"), "privatize", source, "-e", "5", *FAST]
-    process = subprocess.Popen([*command, "-o", target], stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*command, "-o", target],
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL),  # even under nohup
+    )
     deadline = time.monotonic() + 120
     while not list(tmp_path.glob(".out.txt.*.tmp")) and process.poll() is None:
         assert time.monotonic() < deadline, "the run never started writing"
         time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=60) == 128 + signal.SIGTERM
+    process.send_signal(signum)
+    assert process.wait(timeout=60) == 128 + signum
     assert list(tmp_path.iterdir()) == [source]
 
 
@@ -517,17 +552,21 @@ def test_output_and_report_must_differ(tmp_path, capsys):
     assert code == 1 and "same file" in err and not same.exists()
 
 
-def test_an_ignored_sigterm_stays_ignored():
-    import signal
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_ignored_sigterm_stays_ignored(signum):
+    """``nohup dxp ...`` ignores SIGHUP on purpose: dxp must not undo it."""
+    from dxp_plugins.cli import _exit_on_signals
 
-    from dxp_plugins.cli import _exit_on_sigterm
-
-    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    previous = signal.signal(signum, signal.SIG_IGN)
+    installed = {}
     try:
-        assert _exit_on_sigterm() is None
-        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        installed = _exit_on_signals()
+        assert signum not in installed
+        assert signal.getsignal(signum) is signal.SIG_IGN
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for other, handler in installed.items():
+            signal.signal(other, handler)
+        signal.signal(signum, previous)
 
 
 def test_documents_without_a_final_newline_stay_apart(tmp_path, capsys):
@@ -608,3 +647,305 @@ def test_a_document_too_long_for_the_tagger_is_named(tmp_path, capsys, monkeypat
         f"dxp: error: {source}, line 2: 69 characters, more than the max_length of "
         "--spacy-model (40) that --pos, --entities and --token-filter need whole\n"
     )
+
+
+DXP = Path(sys.executable).with_name("dxp")
+
+
+def test_output_to_dev_stdout_on_a_pipe(tmp_path):
+    """``-o /dev/stdout`` and ``--report /dev/stderr`` failed on a pipe ("No such file or
+    directory": the link resolved to ``pipe:[N]``), and so did ``-o >(gzip > x.gz)``."""
+    source = tmp_path / "in.txt"
+    source.write_text("hockey team\nmusic\n")
+    read_end, write_end = os.pipe()
+    command = [DXP, "privatize", source, "-e", "300", *FAST]
+    for targets in (
+        ["-o", "/dev/stdout", "--report", "/dev/stderr"],
+        ["-o", "/proc/self/fd/1", "--report", f"/dev/fd/{write_end}"],
+    ):
+        result = subprocess.run(
+            [*command, *targets], capture_output=True, pass_fds=[write_end], check=False
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == b"hockey team\nmusic\n"
+        report = result.stderr if "/dev/stderr" in targets else os.read(read_end, 1 << 16)
+        assert json.loads(report)["documents"] == 2
+    os.close(read_end)
+    os.close(write_end)
+
+
+def test_output_to_dev_stdout_appends_to_the_redirect(tmp_path):
+    """``dxp ... -o /dev/stdout >> log`` replaced the log (a new inode holding only the
+    private text), dropping what it held: a descriptor is written through, never replaced."""
+    source, log, errors = tmp_path / "in.txt", tmp_path / "log.txt", tmp_path / "err.txt"
+    source.write_text("hockey team\n")
+    log.write_text("EARLIER LOG LINE\n")
+    errors.write_text("EARLIER ERROR LINE\n")
+    inode = log.stat().st_ino
+    command = [DXP, "privatize", source, "-e", "300", *FAST]
+    with log.open("ab") as stdout, errors.open("ab") as stderr:
+        targets = ["-o", "/dev/stdout", "--report", "/dev/stderr"]
+        result = subprocess.run([*command, *targets], stdout=stdout, stderr=stderr, check=False)
+    assert result.returncode == 0, errors.read_text()
+    assert log.stat().st_ino == inode
+    assert log.read_text() == "EARLIER LOG LINE\nhockey team\n"
+    first, report = errors.read_text().split("\n", 1)
+    assert first == "EARLIER ERROR LINE" and json.loads(report)["complete"] is True
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [
+        ["--report", "/dev/stdout"],  # the private text goes to stdout too
+        ["-o", "/dev/stdout", "--report", "/dev/stdout"],
+        ["-o", "/dev/stdout", "--report", "/dev/fd/1"],
+        ["-o", "/dev/stderr", "--report", "-"],
+    ],
+)
+def test_report_to_dev_stdout_keeps_the_private_text(tmp_path, capfd, targets):
+    """``--report /dev/stdout > both.txt`` replaced both.txt by the report: the private text
+    was lost. A report where the private text goes is refused before anything is written."""
+    source = tmp_path / "in.txt"
+    source.write_text("hockey team\n")
+    code = main([str(a) for a in ["privatize", source, "-e", 300, *targets, *FAST]])
+    out, err = capfd.readouterr()
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert "are the same file or descriptor: write them apart" in err
+
+
+def test_output_to_a_descriptor_over_an_input_is_refused(tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("hockey team\n")
+    with source.open("ab") as stdout:
+        result = subprocess.run(
+            [DXP, "privatize", source, "-e", "300", "-o", "/dev/stdout", *FAST],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert result.returncode == 1 and "--output /dev/stdout is also an input" in result.stderr
+    assert source.read_text() == "hockey team\n"
+
+
+def test_third_party_warnings_are_withheld(tmp_path, capsys, monkeypatch):
+    """A token filter's warning was printed word for word ("dxp: warning: odd token
+    'zq7secret'"), though the CLI withholds the same code's error messages. The library's
+    own warnings (here: --seed) are printed as they are."""
+    import warnings
+
+    from tests.door_fixtures import register
+
+    def chatty(token):
+        warnings.warn(f"odd token {token.text!r}", stacklevel=1)
+        warnings.warn(f"odd token {token.text!r}", RuntimeWarning, stacklevel=3)
+        return True
+
+    register(monkeypatch, "token_filters", "chatty.v1", chatty)
+    source = tmp_path / "in.txt"
+    source.write_text("zq7secret hockey\nteam zq7other\n", encoding="utf-8")
+    args = ["privatize", source, "-e", 300, "--token-filter", "chatty.v1", "--seed", 1, *FAST]
+    code, out, err = run(args, capsys)
+    assert code == 0 and out.count("\n") == 2, err
+    assert "zq7" not in err and "hockey" not in err
+    lines = err.splitlines()
+    assert lines[0].startswith("dxp: warning: seeded randomness")  # the library's: as is
+    assert lines[1:] == [
+        f"dxp: warning: {category} from {__name__} (details withheld: they may quote the input)"
+        for category in ("UserWarning", "RuntimeWarning")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "args", "expected"),
+    [
+        (b'{"text": "hockey", "n": NaN}', ["--keep-fields", "n"], "NaN and Infinity are not"),
+        (b'{"text": "hockey", "n": -Infinity}', [], "not valid JSON (NaN and Infinity are not"),
+        (
+            b'{"text": "hockey", "g": 1e400}',
+            ["--keep-fields", "g"],
+            "line 1: kept field 'g' holds a number out of float range",
+        ),
+        (
+            b'{"id": 7, "g": 1e400, "text": "hockey"}',
+            ["--keep-fields", "*"],
+            "line 1: kept field #2 of the record holds a number out of float range",
+        ),
+        (
+            b'{"text": "hockey", "k": "zq7secret \\ud800"}',
+            ["--keep-fields", "k"],
+            "line 1: kept field 'k' is not valid Unicode",
+        ),
+    ],
+    ids=["nan", "infinity", "overflow", "overflow-star", "surrogate"],
+)
+def test_kept_fields_stay_strict_json(tmp_path, capsys, line, args, expected):
+    """NaN and Infinity were read and written back (invalid JSON out), 1e400 came out as
+    Infinity, and a lone surrogate was an "unexpected UnicodeEncodeError"."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(line + b"\n")
+    code, out, err = run(["privatize", source, "-e", 300, *args, *FAST], capsys)
+    errors = [row for row in err.splitlines() if not row.startswith("dxp: warning")]
+    assert code == 1 and out == "" and len(errors) == 1 and expected in errors[0], err
+    assert "zq7secret" not in err and "Infinity" not in out
+
+
+def test_kept_fields_are_copied_value_for_value(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 12345678901234567890123, "f": 1.5, "z": -0.0, "text": "team"}\n')
+    code, out, err = run(["privatize", source, "-e", 300, "--keep-fields", "*", *FAST], capsys)
+    assert code == 0, err
+    assert out == '{"id": 12345678901234567890123, "f": 1.5, "z": -0.0, "text": "team"}\n'
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'{"text": "hockey", "n": ' + b"9" * 5000 + b"}", "not valid JSON (a number too long)"),
+        (b'{"text": "hockey", "n": ' + b"[" * 100_000, "not valid JSON (nested too deeply)"),
+        (b'{"text": "zq7secret" "hockey"}', "not valid JSON (Expecting ',' delimiter, character"),
+        (b'{"text": "zq7secret \\q"}', "not valid JSON (Invalid \\escape, character"),
+    ],
+    ids=["long-number", "deep", "delimiter", "escape"],
+)
+def test_jsonl_number_and_nesting_errors_are_named(tmp_path, capsys, body, expected):
+    """A 5,000-digit number and deep nesting were "unexpected ValueError/RecursionError"."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b'{"text": "team"}\n' + body + b"\n")
+    code, out, err = run(["privatize", source, "-e", 300, *FAST], capsys)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert f"in.jsonl, line 2: {expected}" in err and "zq7secret" not in err
+
+
+@pytest.mark.parametrize(
+    ("encoding", "text", "expected"),
+    [
+        ("utf-16-le", "Hockey équipe", "line 1 is not valid UTF-8 (byte offset 34)"),
+        ("utf-16-le", "hockey team", "line 1: not valid JSON"),
+        ("utf-32", "hockey team", "line 1 is not valid UTF-8 (byte offset 0)"),
+    ],
+)
+def test_jsonl_lines_must_be_utf8(tmp_path, capsys, encoding, text, expected):
+    """json.loads(bytes) guessed UTF-16 or UTF-32 and privatized such a line (rc 0), where
+    plain text is strict UTF-8 (PRIVACY.md 25)."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(json.dumps({"text": text}, ensure_ascii=False).encode(encoding) + b"\n")
+    code, out, err = run(["privatize", source, "-e", 300, *FAST], capsys)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert expected in err
+
+
+def test_a_failed_run_to_stdout_reports_what_it_released(tmp_path, capsys):
+    """A run failing midway had written its first batches to stdout, with no record of them:
+    now the error line counts them and --report lists them, marked incomplete (only the
+    documents written: here 3, the 4th failing within its batch)."""
+    rows = [json.dumps({"text": "the hockey team won", "g": 1}) for _ in range(3)]
+    source, report = tmp_path / "in.jsonl", tmp_path / "report.json"
+    source.write_text("\n".join([*rows, '{"text": "team", "g": "\\ud800"}', *rows]) + "\n")
+    args = ["privatize", source, "-e", 2, "--keep-fields", "g", "--report", report]
+    code, out, err = run([*args, "--batch-size", 2, *FAST], capsys)
+    assert code == 1 and out.count("\n") == 3
+    assert err.splitlines()[-1] == (
+        f"dxp: error: {source}, line 4: kept field 'g' is not valid Unicode (a lone surrogate); "
+        f"3 documents were already written to stdout (the report in {report} lists them, "
+        "marked incomplete)"
+    )
+    partial = json.loads(report.read_text())
+    assert partial["documents"] == 3 and partial["complete"] is False
+    assert partial["guarantee"]["tokens_privatized"] == 12
+    assert partial["guarantee"]["spend"] == 24.0
+    assert partial["unprotected_fields"] == ["g"]
+    source.write_text("\n".join(rows) + "\n")  # the 3 documents alone: the same record
+    code, _, err = run([*args, *FAST], capsys)
+    complete = json.loads(report.read_text())
+    assert code == 0 and complete["complete"] is True, err
+    assert complete["guarantee"] == partial["guarantee"]
+
+
+def test_a_failed_run_to_a_file_releases_nothing_and_reports_nothing(tmp_path, capsys):
+    source, out, report = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "report.json"
+    source.write_bytes(b"hockey team\n" * 3 + b"caf\xe9\n")
+    args = ["privatize", source, "-e", 300, "-o", out, "--report", report, "--batch-size", 2]
+    code, _, err = run([*args, *FAST], capsys)
+    assert code == 1 and err.endswith("line 4 is not valid UTF-8 (byte offset 3)\n")
+    assert not out.exists() and not report.exists()
+
+
+def test_batch_size_help_names_what_seeded_draws_depend_on(capsys):
+    """The help said only "seeded TEM draws depend on it": every mechanism's do, and the CLI
+    batches each file separately."""
+    with pytest.raises(SystemExit):
+        main(["privatize", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "Seeded draws of every mechanism depend on it and on how the input is split into "
+        "files (each file is batched separately)"
+    ) in text
+
+
+@pytest.mark.parametrize(
+    ("closed", "args", "expected"),
+    [
+        (0, [], "dxp: error: stdin is closed\n"),
+        (1, ["in.txt"], "dxp: error: stdout is closed: give -o FILE\n"),
+    ],
+)
+def test_closed_stdin_or_stdout_is_one_line(tmp_path, closed, args, expected):
+    """``dxp privatize <&-`` and ``>&-`` said "unexpected AttributeError"."""
+    (tmp_path / "in.txt").write_text("hockey team\n")
+    result = subprocess.run(
+        [DXP, "privatize", *args, "-e", "300", *FAST],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.close(closed),
+        check=False,
+    )
+    assert result.returncode == 1 and result.stderr == expected
+
+
+def test_closed_stderr_still_writes_the_output(tmp_path):
+    """``dxp privatize ... -o out.txt 2>&-`` exited 1 with no output and no message: the
+    progress bar (and warnings) wrote to a stderr that is None."""
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("hockey team\n")
+    args = [source, "-e", "300", "-o", target, "--progress", "--seed", "1", *FAST]
+    result = subprocess.run([DXP, "privatize", *args], preexec_fn=lambda: os.close(2), check=False)
+    assert result.returncode == 0 and target.read_text() == "hockey team\n"
+
+
+def test_the_report_is_written_after_the_progress_bar(tmp_path, capsys, monkeypatch):
+    """``--report -`` started on the bar's line, and the bar was drawn again after it; a
+    warning printed while the bar was drawn landed inside its line."""
+    import warnings
+
+    from tests.door_fixtures import register
+
+    def chatty(token):
+        warnings.warn("a plugin's diagnostic", stacklevel=1)
+        return True
+
+    register(monkeypatch, "token_filters", "chatty.v1", chatty)
+    source = tmp_path / "in.txt"
+    source.write_text("hockey team\n" * 3)
+    args = ["privatize", source, "-e", 300, "--progress", "--report", "-", *FAST]
+    code, out, err = run([*args, "--token-filter", "chatty.v1"], capsys)
+    assert code == 0 and out.count("\n") == 3
+    start = err.index("{\n")
+    assert err[start - 1] == "\n" and json.loads(err[start:])["documents"] == 3
+    warning = err.index("dxp: warning: UserWarning from")
+    assert err[warning - 1] in "\r\n" and "\n" in err[warning : err.index("privatizing", warning)]
+
+
+@pytest.mark.parametrize(
+    "bad", [["--epsilons", "0"], ["--epsilons", "5", "--word-pool", "0"], ["--eta", "2"]]
+)
+def test_calibrate_checks_every_argument_before_creating_the_folder(tmp_path, capsys, bad):
+    """A failed run left an empty --out folder behind."""
+    out = tmp_path / "new" / "calib"
+    args = ["calibrate", "--epsilons", "5", "--words", "3", "--samples", "20", *bad]
+    code = main([*args, "--vocab-size", "1000", "--no-figures", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert not (tmp_path / "new").exists()
