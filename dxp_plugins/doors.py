@@ -228,13 +228,9 @@ class DoorSettings:
         self.check_tagger(spacy_model)
         if spacy_model is None:
             return None
-        nlp = load_pipeline(spacy_model)
-        if nlp.lang != "en":
-            raise ValueError(
-                f"spacy_model {spacy_model!r} is a {nlp.lang!r} pipeline; it must be an "
-                f"English one (lang 'en'): the text path's punctuation and spacing rules are"
-                f" English"
-            )
+        from .text import check_english
+
+        nlp = check_english(load_pipeline(spacy_model), f"spacy_model {spacy_model!r}")
         self.check_entities(nlp)
         return nlp
 

@@ -96,6 +96,18 @@ def blank_pipeline() -> Any:
     return shared_pipeline(None)
 
 
+def check_english(nlp: Any, name: str) -> Any:
+    """``nlp`` if it is an English pipeline (``nlp.lang == "en"``), else a ValueError: the
+    punctuation allow-list and the spacing of private words are English rules."""
+    lang = getattr(nlp, "lang", None)
+    if lang != "en":
+        raise ValueError(
+            f"{name} is a {lang!r} pipeline; it must be an English one (lang 'en'): the "
+            f"text path's punctuation and spacing rules are English"
+        )
+    return nlp
+
+
 def tokenizer() -> Tokenizer:
     """The public tokenizer (``spacy.blank("en").tokenizer``, this thread's shared copy)."""
     tokenizer_: Tokenizer = blank_pipeline().tokenizer
@@ -264,12 +276,14 @@ def privatize_texts(
 
     Empty or whitespace-only texts give ``""`` and spend nothing (PRIVACY.md 22).
     ``select(doc)`` may narrow the default selection (per-token flags, None = default);
-    ``nlp`` replaces the public tokenizer by a spaCy pipeline with the same tokenizer (a
-    tagger, say, for selection by part of speech).
+    ``nlp`` replaces the public tokenizer by an English spaCy pipeline with the same
+    tokenizer (a tagger, say, for selection by part of speech); another language is refused.
     """
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
+    if nlp is not None:
+        check_english(nlp, "nlp")
     return _privatize_stream(texts, mechanism, batch_size, select, nlp)
 
 

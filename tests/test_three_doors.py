@@ -20,6 +20,7 @@ from dxp_plugins import TextPrivatizer
 from dxp_plugins.audit import epsilon_lower_bound
 from dxp_plugins.cli import main as cli_main
 from dxp_plugins.mechanisms import madlib as madlib_module
+from dxp_plugins.text import privatize_texts
 from tests.door_fixtures import CANARIES, plane_glove
 
 LINES = [
@@ -190,6 +191,9 @@ def test_every_door_wants_an_english_pipeline(tmp_path, capsys):
     assert "is a 'zh' pipeline" in capsys.readouterr().err
     with pytest.warns(UserWarning, match="in a 'zh' pipeline"):  # the component's own tokens
         spacy.blank("zh").add_pipe("dxp_privatizer", config={"epsilon": 4.0, "vocab_size": 2000})
+    mechanism = dxp.Madlib(dxp.load_embeddings("glove-6b-50d", vocab_size=2000), epsilon=4.0)
+    with pytest.raises(ValueError, match="nlp is a 'zh' pipeline"):  # the Python API's door
+        privatize_texts(["Send the keys."], mechanism, nlp=spacy.blank("zh"))
 
 
 # -- canaries: PRIVACY.md 14 ------------------------------------------------------------------
