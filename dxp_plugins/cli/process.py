@@ -1,0 +1,151 @@
+"""The ``dxp`` process and its surroundings: one-line errors and warnings on stderr,
+SIGTERM and SIGHUP, and standard descriptors closed when it started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from ..errors import DxpError
+
+PROG = "dxp"
+
+
+class CLIError(DxpError):
+    """A user error reported as one line."""
+
+
+def _say(text: str) -> None:
+    """Write to stderr, unless it was closed when dxp started (then say nothing)."""
+    if sys.stderr is not None:
+        sys.stderr.write(text)
+
+
+#: The dxp_plugins package: errors raised in its code never quote input.
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+#: The package files that call ``warnings.warn``: the library's helper (``errors.warn``)
+#: and the command line's own modules. Their messages never quote input. A warning from any
+#: other code is printed without its message; so is one from C or Cython code (spaCy), which
+#: has no frame of its own and so seems to come from the Python file that called it.
+_WARNING_SOURCES = frozenset(
+    {*Path(__file__).resolve().parent.glob("*.py"), _PACKAGE_DIR / "errors.py"}
+)
+
+
+class _WarningPrinter:
+    """``warnings.showwarning`` for the CLI: one line per warning. The library's own
+    warnings are printed as they are; any other code's (a token filter, an embeddings
+    loader, spaCy) only as its category and module, since its message may quote the input,
+    and once per category and module. ``write`` is replaced while a progress bar is drawn."""
+
+    def __init__(self) -> None:
+        self.write: Callable[[str], None] = _say
+        self.withheld: set[tuple[str, str]] = set()
+
+    def __call__(
+        self,
+        message: Any,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        caller = self._caller()
+        origin = filename if caller is None else caller.f_code.co_filename
+        if Path(origin).resolve() in _WARNING_SOURCES:
+            self.write(f"{PROG}: warning: {message}\n")
+            return
+        module = _module_name(filename) if caller is None else caller.f_globals.get("__name__")
+        key = (category.__name__, str(module))
+        if key not in self.withheld:
+            self.withheld.add(key)
+            self.write(
+                f"{PROG}: warning: {category.__name__} from {module} "
+                "(details withheld: they may quote the input)\n"
+            )
+
+    @staticmethod
+    def _caller() -> Any:
+        """The frame that called ``warnings.warn`` (its ``filename`` argument is the frame
+        ``stacklevel`` names, which the library sets to its caller's: the CLI's own)."""
+        frame: Any = sys._getframe(2)
+        while frame is not None and frame.f_globals.get("__name__") == "warnings":
+            frame = frame.f_back
+        return frame
+
+
+def _module_name(filename: str) -> str:
+    """A module name for a source file (its path under sys.path, dotted), else its name."""
+    path = Path(filename)
+    for entry in sorted((Path(p) for p in sys.path if p), key=lambda p: -len(p.parts)):
+        with suppress(ValueError):
+            return ".".join(path.with_suffix("").relative_to(entry).parts)
+    return path.name
+
+
+def _unexpected(error: BaseException, place: str | None, note: str = "") -> int:
+    """Any other error: its type and the input place only (its message may quote input)."""
+    where = f"{place}: " if place else ""
+    _say(
+        f"{PROG}: error: {where}unexpected {type(error).__name__} "
+        f"(details withheld: they may quote the input){note}\n"
+    )
+    return 1
+
+
+def _raised_by_this_library(error: BaseException) -> bool:
+    """Whether ``error`` was raised in dxp_plugins' own code, whose messages never quote
+    input; a token filter, loader or third-party library may put input in its message."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    if frame is None:
+        return False
+    return Path(frame.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR)
+
+
+def _hold_closed_descriptors() -> None:
+    """Open /dev/null on stdin, stdout or stderr when dxp started with it closed (``2>&-``,
+    some daemons): a file opened later would take its number, and a library writing to
+    descriptor 2 would write into it. ``sys.stderr`` and the others stay None: dxp sees
+    them closed (see _say, _privatize)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, os.O_RDWR)  # the lowest free number: ``fd``
+            if held != fd:  # pragma: no cover - a lower one was free, so this was too
+                os.close(held)
+
+
+#: Signals that end a run as an error does (the temporary output file is removed): kill's
+#: default and a closed terminal's.
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+def _exit_on_signals() -> dict[int, Any]:
+    """Turn SIGTERM and SIGHUP into SystemExit (exit code 128 + the signal: 143, 129), so
+    clean-up runs (the temporary output file is removed) as it does on errors; returns the
+    previous handlers to restore. A signal ignored on purpose (``nohup``) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}  # signal handlers can only be installed from the main thread
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {}
+    for signum in _STOP_SIGNALS:
+        if signal.getsignal(signum) in (signal.SIG_IGN, None):
+            continue  # ignored on purpose, or a handler set outside Python: leave it
+        previous[signum] = signal.signal(signum, stop)
+    return previous

@@ -1,0 +1,229 @@
+"""The documents of ``privatize``'s inputs (text lines, whole files, JSONL records) and the
+output line written for each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import stat
+import sys
+import warnings
+from collections.abc import Generator, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from ..errors import PrivacyWarning
+from .process import CLIError
+from .settings import _labels
+
+#: ``--keep-fields '*'``: every field of a JSONL record.
+ALL_FIELDS = "*"
+#: The JSONL field privatized when ``--field`` is not given.
+DEFAULT_FIELD = "text"
+#: The UTF-8 byte order mark (U+FEFF) some editors write first: not part of the first word.
+BOM = "\ufeff".encode()
+
+
+def _is_jsonl(name: str, args: argparse.Namespace) -> bool:
+    if args.format != "auto":
+        return args.format == "jsonl"
+    if name == "-":  # no suffix: JSON lines when a JSONL option says so
+        return bool(args.stdin_jsonl)
+    return Path(name).suffix.lower() in {".jsonl", ".ndjson"}
+
+
+def _jsonl_options(args: argparse.Namespace) -> None:
+    """An explicit ``--field`` or ``--keep-fields`` makes stdin JSONL, and needs JSONL input
+    (they were silently ignored on text); then ``--field`` gets its default."""
+    given = [option for option in ("field", "keep_fields") if getattr(args, option) is not None]
+    args.stdin_jsonl = bool(given)
+    if given and not any(_is_jsonl(name, args) for name in args.files):
+        option = "--" + given[0].replace("_", "-")
+        raise CLIError(
+            f"{option} applies to JSONL input only (.jsonl/.ndjson files, or --format jsonl)"
+        )
+    if args.field is None:
+        args.field = DEFAULT_FIELD
+
+
+def _split_line(raw: bytes) -> tuple[bytes, bytes]:
+    body = raw.rstrip(b"\r\n")
+    return body, raw[len(body) :]
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines, without a leading byte order mark."""
+    for number, raw in enumerate(stream, start=1):
+        yield number, raw.removeprefix(BOM) if number == 1 else raw
+
+
+def _decode(raw: bytes, where: str) -> str:
+    from .._validation import check_text
+
+    return check_text(raw, where)
+
+
+def _label(name: str) -> str:
+    return "stdin" if name == "-" else name
+
+
+def _place(label: str, first: int | None, last: int | None = None) -> str:
+    """``notes.txt, line 3``, ``notes.txt, lines 1-512`` or ``notes.txt`` (a whole file)."""
+    if first is None:
+        return label
+    if last is None or last == first:
+        return f"{label}, line {first}"
+    return f"{label}, lines {first}-{last}"
+
+
+def _records(
+    name: str, stream: IO[bytes], args: argparse.Namespace
+) -> Iterator[tuple[int | None, Any, str]]:
+    """(line number, context, text) per document; the context rebuilds the output around the
+    text. ``args.place`` follows the line being read, for unexpected errors."""
+    from .._validation import check_text
+
+    label = _label(name)
+    if _is_jsonl(name, args):
+        for number, raw in _lines(stream):
+            args.place = where = _place(label, number)
+            body, ending = _split_line(raw)
+            if not body.strip():
+                yield number, ("blank", ending), ""
+                continue
+            record = _parse_record(body, where)
+            if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
+                raise CLIError(f"{where}: field {args.field!r} is missing or not a string")
+            yield number, ("json", record, ending), check_text(record[args.field], where)
+    elif args.unit == "file":
+        args.place = label
+        yield None, ("raw", b""), _decode(stream.read().removeprefix(BOM), label)
+    else:
+        for number, raw in _lines(stream):
+            args.place = where = _place(label, number)
+            body, ending = _split_line(raw)
+            if number == 1 and args.format == "auto" and _looks_like_json_object(body):
+                warnings.warn(
+                    f"{where} looks like a JSON object but is read as plain text (keys and "
+                    f"all); for JSON lines give --field (or --format jsonl)",
+                    UserWarning,
+                    stacklevel=1,
+                )
+            yield number, ("raw", ending), _decode(body, where)
+
+
+class _NotJSON(ValueError):
+    """NaN, Infinity or -Infinity: Python's json reads them, but they are not JSON."""
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise _NotJSON(name)
+
+
+def _parse_record(body: bytes, where: str) -> Any:
+    """One JSONL line, decoded as strict UTF-8 first (as plain text is: json.loads would
+    guess UTF-16 or UTF-32), then parsed as strict JSON; errors name the line and the
+    reason, never the input."""
+    from .._validation import check_text
+
+    text = check_text(body, where)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except _NotJSON:
+        reason = "NaN and Infinity are not JSON"
+    except json.JSONDecodeError as error:  # its msg is fixed text; the part after ':' may
+        reason = f"{error.msg.partition(':')[0]}, character {error.pos + 1}"  # quote input
+    except RecursionError:
+        reason = "nested too deeply"
+    except ValueError:  # int(): more digits than sys.get_int_max_str_digits()
+        reason = "a number too long"
+    raise CLIError(f"{where}: not valid JSON ({reason})")
+
+
+def _looks_like_json_object(body: bytes) -> bool:
+    if not body.lstrip().startswith(b"{"):
+        return False
+    try:
+        return isinstance(json.loads(body), dict)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError too
+        return False
+
+
+def _render(context: Any, private: str, field: str, kept: Sequence[str], where: str) -> bytes:
+    """The output line: plain text, or a JSON object of the private field and the kept ones
+    (strict JSON: a kept value JSON cannot hold is an error naming its field)."""
+    if context[0] == "json":
+        _, record, ending = context
+        keep_all = ALL_FIELDS in kept
+        out = {
+            key: private if key == field else value
+            for key, value in record.items()
+            if key == field or keep_all or key in kept
+        }
+        try:
+            text = json.dumps(out, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+            raise _unwritable_field(out, kept, where) from None
+        return text + (ending or b"\n")
+    return private.encode("utf-8") + context[-1]
+
+
+def _unwritable_field(out: dict[str, Any], kept: Sequence[str], where: str) -> CLIError:
+    """Which kept field cannot be written as strict UTF-8 JSON, and why. A field is named
+    only when the command line named it (under '*' the names are input: its position)."""
+    for position, (key, value) in enumerate(out.items(), start=1):
+        try:
+            json.dumps({key: value}, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError:
+            reason = "is not valid Unicode (a lone surrogate)"
+        except RecursionError:
+            reason = "is nested too deeply"
+        except ValueError:  # 1e400 was read as a Python float: inf
+            reason = "holds a number out of float range (kept values go through Python floats)"
+        else:
+            continue
+        name = repr(key) if key in kept else f"#{position} of the record"
+        return CLIError(f"{where}: kept field {name} {reason}")
+    return CLIError(f"{where}: the record cannot be written as JSON")
+
+
+def _kept_fields(args: argparse.Namespace) -> list[str]:
+    """``--keep-fields``: JSONL fields written unprotected (checked; warns once)."""
+    kept = _labels(args.keep_fields) or []
+    if not kept:
+        return []
+    if ALL_FIELDS in kept:
+        kept = [ALL_FIELDS]
+    if args.field in kept:
+        raise CLIError(f"--keep-fields: {args.field!r} is the privatized field (--field)")
+    which = "every field but --field" if kept == [ALL_FIELDS] else f"{len(kept)} field(s)"
+    warnings.warn(
+        f"--keep-fields writes {which} of each JSONL record unprotected "
+        "(not privatized, not counted in the guarantee)",
+        PrivacyWarning,
+        stacklevel=1,
+    )
+    return kept
+
+
+def _readable_input(path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def _open_inputs(files: Sequence[str]) -> Generator[tuple[str, IO[bytes]], None, None]:
+    """Each input in turn, one open at a time (all at once ran out of file descriptors
+    on ~1,000 files)."""
+    for name in files:
+        if name == "-":
+            yield name, sys.stdin.buffer
+            continue
+        try:
+            stream = open(name, "rb")  # noqa: SIM115
+        except OSError as error:
+            raise CLIError(f"cannot read {name}: {error.strerror}") from None
+        with stream:
+            yield name, stream

@@ -1,0 +1,67 @@
+"""The shared front-door settings (dxp_plugins.doors) and the mechanism, from the options
+``privatize`` and ``calibrate`` share."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from .process import CLIError
+
+#: Options of one mechanism (dest -> its registry name), passed on as its parameters.
+MECHANISM_OPTIONS = {
+    "index": "madlib",
+    "metric": "tem",
+    "beta": "tem",
+    "gamma": "tem",
+    "n_bits": "brr",
+}
+
+
+def _labels(values: Sequence[str] | None) -> list[str] | None:
+    """``--pos NOUN --pos PROPN`` or ``--pos NOUN,PROPN``."""
+    if not values:
+        return None
+    return [label.strip() for value in values for label in value.split(",") if label.strip()]
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    """The settings every front door shares (dxp_plugins.doors), from the options."""
+    from ..doors import DoorSettings
+
+    mechanism_params = dict(args.param)
+    for option, owner in MECHANISM_OPTIONS.items():
+        value = getattr(args, option)
+        if value is None:
+            continue
+        flag = "--" + option.replace("_", "-")
+        if args.mechanism != owner:  # other mechanisms: --param KEY=VALUE
+            raise CLIError(f"{flag} is a {owner.upper()} option (use --mechanism {owner})")
+        if option in mechanism_params and mechanism_params[option] != value:
+            raise CLIError(f"{flag} and --param {option}=... disagree: give one")
+        mechanism_params[option] = value
+    return DoorSettings.create(
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        mechanism_params=mechanism_params,
+        embeddings=args.embeddings,
+        embeddings_params=dict(args.embeddings_param),
+        vocab_size=args.vocab_size,
+        oov=args.oov,
+        pos=_labels(getattr(args, "pos", None)),
+        entities=_labels(getattr(args, "entities", None)),
+        token_filter=getattr(args, "token_filter", None),
+        seed=args.seed,
+    )
+
+
+def _build_mechanism(args: argparse.Namespace, settings: Any = None) -> Any:
+    """The mechanism built from the shared settings (and its secure or seeded randomness)."""
+    from .._random import RandomSource
+
+    settings = _settings(args) if settings is None else settings
+    try:
+        return settings.build_mechanism(RandomSource(settings.seed))
+    except TypeError as error:
+        raise CLIError(f"{args.mechanism} / {args.embeddings}: {error}") from None

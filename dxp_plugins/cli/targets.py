@@ -1,0 +1,170 @@
+"""Where ``privatize`` writes: a file replaced only when the run succeeds, or a descriptor,
+device or FIFO written through; and the checks that keep outputs off the inputs and the
+report off the private text."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import secrets
+import shutil
+import stat
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import IO
+
+from .process import CLIError
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)  # links too
+    except OSError:  # one of them does not exist (yet)
+        return Path(a).resolve() == Path(b).resolve()
+
+
+#: Names of this process's own descriptors: /dev/stdout, /dev/fd/N, /proc/self/fd/N.
+_STANDARD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_FD_NAME = re.compile(r"/(?:dev|proc/self|proc/thread-self|proc/(\d+))/fd/(\d+)")
+_STREAM_NAMES = {0: "stdin", 1: "stdout", 2: "stderr"}
+
+
+def _descriptor(target: str) -> int | None:
+    """The descriptor ``target`` names (``/dev/stdout``, ``/dev/fd/3``,
+    ``/proc/self/fd/3``), else None. Such a name is a link to what the descriptor holds: a
+    pipe has no path to replace, and replacing the file behind it would drop what an ``>>``
+    redirect held (and what was written to the descriptor): they are written through."""
+    path = os.path.abspath(target)
+    if path in _STANDARD:
+        return _STANDARD[path]
+    match = _FD_NAME.fullmatch(path)
+    if match is None or (match[1] is not None and int(match[1]) != os.getpid()):
+        return None
+    return int(match[2])
+
+
+def _same_regular_file(fd: int, name: str) -> bool:
+    """Whether descriptor ``fd`` holds the regular file ``name`` (pipes and terminals may be
+    shared: a regular file would be replaced, or read while it grows)."""
+    try:
+        held, named = os.fstat(fd), os.stat(name)
+    except OSError:
+        return False
+    return stat.S_ISREG(held.st_mode) and (held.st_dev, held.st_ino) == (
+        named.st_dev,
+        named.st_ino,
+    )
+
+
+def _overlaps(target: str, name: str) -> bool:
+    """Whether output ``target`` (a file name or a descriptor's) is input file ``name``."""
+    fd = _descriptor(target)
+    return _same_file(target, name) if fd is None else _same_regular_file(fd, name)
+
+
+def _check_targets(args: argparse.Namespace) -> None:
+    """Refuse to write over an input: it would be replaced by its own privatization (the
+    output was even emptied before the input was read). Refuse a report written where the
+    private text goes: it would be mixed into it, or lost when the output replaces it."""
+    inputs = [name for name in args.files if name != "-"]
+    for option, target in (("--output", args.output), ("--report", args.report)):
+        if target not in (None, "-") and any(_overlaps(target, name) for name in inputs):
+            raise CLIError(f"{option} {target} is also an input file: write to another file")
+    if args.report is None:
+        return
+
+    def destination(target: str, standard: int) -> int | str:
+        """The descriptor a target writes to ('-': stdout or stderr), else its file name."""
+        if target == "-":
+            return standard
+        fd = _descriptor(target)
+        return target if fd is None else fd
+
+    output, report = destination(args.output, 1), destination(args.report, 2)
+    if isinstance(output, int) and isinstance(report, int):
+        same = output == report
+    elif isinstance(output, str) and isinstance(report, str):
+        special = Path(output).exists() and not Path(output).is_file()
+        same = _same_file(output, report) and not special  # /dev/null twice is fine
+    elif isinstance(output, int):  # a descriptor and a file name: the same regular file?
+        same = _same_regular_file(output, str(report))
+    else:
+        same = _same_regular_file(int(report), output)
+    if same:
+        where = "stdout" if args.output == "-" else args.output
+        raise CLIError(
+            f"--report {args.report} and the output ({where}) are the same file or "
+            "descriptor: write them apart"
+        )
+
+
+def _open_descriptor(target: str, fd: int) -> IO[bytes]:
+    """A duplicate of descriptor ``fd``: it keeps the shell's O_APPEND and offset, and
+    nothing is truncated or replaced."""
+    name = _STREAM_NAMES.get(fd)
+    if name is not None and getattr(sys, name) is None:  # closed when dxp started
+        raise CLIError(f"cannot write {target}: {name} is closed")
+    try:
+        copy = os.dup(fd)
+    except OSError as error:
+        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+    if not _open_for_writing(copy):
+        os.close(copy)
+        raise CLIError(f"cannot write {target}: not open for writing")
+    return os.fdopen(copy, "wb")
+
+
+def _open_for_writing(fd: int) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: a write will tell
+        return True
+    return (fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE) in (os.O_WRONLY, os.O_RDWR)
+
+
+@contextmanager
+def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
+    """A new file beside ``target`` that replaces it only when the block succeeds: a failed
+    run leaves no partial output and an existing ``target`` untouched. Descriptors
+    (``/dev/stdout``, ``/dev/fd/N``), devices, FIFOs and sockets are written through instead.
+    Yields the stream and whether it replaces ``target`` (False: written through)."""
+    fd = _descriptor(target)
+    if fd is not None:
+        with _open_descriptor(target, fd) as direct:
+            yield direct, False
+        return
+    try:
+        info: os.stat_result | None = os.stat(target)  # follows links, as open() would
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):  # os.replace would fail at the end
+        raise CLIError(f"cannot write {target}: is a directory")
+    if info is not None and not stat.S_ISREG(info.st_mode):  # device, FIFO: write through
+        try:
+            direct = open(target, "wb")  # noqa: SIM115
+        except OSError as error:
+            raise CLIError(f"cannot write {target}: {error.strerror}") from None
+        with direct:
+            yield direct, False
+        return
+    path = Path(target).resolve()  # a symlink: replace the file it points to
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        stream = open(temporary, "xb")  # noqa: SIM115  (mode 0o666 & ~umask, as open(target))
+    except OSError as error:
+        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+    try:
+        with stream:
+            if info is not None:  # an existing target keeps its mode
+                shutil.copymode(path, temporary)
+            yield stream, True
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            temporary.unlink()
+        raise
