@@ -12,22 +12,24 @@ The generator never leaves the object: it is excluded from pickles and ``repr``.
 Only the original object, in the process that created it, draws the seed's own stream
 (that is what makes a seeded run reproducible). Every other keying gets a stream of its
 own: after a ``fork`` a secure source draws a fresh OS key and a seeded one derives a
-stream from ``(seed, pid, n)``, where ``n`` counts such keyings in the process; a deep
-copy or an unpickled copy does the same, in any process. So worker processes
-(``nlp.pipe(n_process=2)``), the tasks one worker runs (``Pool.map`` and joblib unpickle a
-mechanism per task) and copies never replay one noise stream on different documents
-(PRIVACY.md 11, 19); copies of a seeded source are not reproducible across runs.
+stream from ``(seed, pid, n, r)``, where ``n`` counts such keyings in the process and ``r``
+is 128 bits from the operating system (two processes that are handed the same pid, with
+the same count inherited from their parent, still differ); a deep copy or an unpickled copy
+does the same, in any process. So worker processes (``nlp.pipe(n_process=2)``), the tasks
+one worker runs (``Pool.map`` and joblib unpickle a mechanism per task) and copies never
+replay one noise stream on different documents (PRIVACY.md 11, 19); copies of a seeded
+source are not reproducible, within a run or across runs.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import threading
 from typing import Any, Literal
 
 import numpy as np
 
+from ._locks import fork_safe_lock
 from ._validation import check_int
 from .errors import SeededRandomnessWarning, warn
 
@@ -79,7 +81,7 @@ class RandomSource:
             )
         self._origin_pid = os.getpid()
         self._is_copy = False
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self)
         self._pid = -1
         self._generator: np.random.Generator | None = None
 
@@ -116,7 +118,8 @@ class RandomSource:
             return _secure_generator()
         if pid == self._origin_pid and not self._is_copy:
             return _seeded_generator(self._seed, ())  # the original: the seed's own stream
-        return _seeded_generator(self._seed, (pid, next(_KEYINGS)))
+        fresh = int.from_bytes(os.urandom(16), "little")  # pids are reused (module doc)
+        return _seeded_generator(self._seed, (pid, next(_KEYINGS), fresh))
 
     def __getstate__(self) -> dict[str, Any]:
         # Never the generator or its state (PRIVACY.md 18).
@@ -126,7 +129,7 @@ class RandomSource:
         self._seed = state["seed"]
         self._origin_pid = state["origin_pid"]
         self._is_copy = True
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self)
         self._pid = -1
         self._generator = None
 

@@ -23,23 +23,39 @@ import dataclasses
 import math
 import numbers
 import os
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ._locks import fork_safe_lock
 from .errors import BudgetExceededError
 
 #: ``Guarantee.selection`` when every word is privatized (the default text path: only
 #: whitespace and the public punctuation allow-list pass through).
 ALL_WORDS = "every word"
 
+#: ``"unk"`` (default): an OOV token is privatized from the table's public UNK point;
+#: ``"raise"``: OOVError; ``"passthrough"``: explicit opt-in, the token is released
+#: unchanged and counted in the guarantee. There is no "drop" (it would leak the count).
+OOV_POLICIES = ("unk", "raise", "passthrough")
+
+#: The randomness modes a record may state (:mod:`dxp_plugins._random`).
+RNG_MODES = ("secure", "seeded")
+
 
 def counted(count: int, noun: str) -> str:
     """``"1 token"``, ``"3 tokens"``: counts in the statements users read."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def number(value: float) -> str:
+    """A number as statements show it: the shortest text that reads back as exactly this
+    float, without a trailing ``.0`` (``10.0`` -> ``"10"``, ``2.0000004`` -> ``"2.0000004"``),
+    so a statement never rounds an epsilon or a total down."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _library_version() -> str:
@@ -50,7 +66,12 @@ def _library_version() -> str:
 
 @dataclass(frozen=True)
 class Guarantee:
-    """The guarantee of one release (a token batch, a document or a corpus)."""
+    """The guarantee of one release (a token batch, a document or a corpus).
+
+    Every field is checked when a record is built (:meth:`from_dict` included): a record
+    with a negative, NaN or non-numeric epsilon or count, or an unknown RNG mode or OOV
+    policy, would state or total a spend that no release made (TypeError/ValueError).
+    """
 
     mechanism: str
     epsilon: float
@@ -64,6 +85,11 @@ class Guarantee:
     releases: int = 1
     selection: str = ALL_WORDS
     library_version: str = field(default_factory=_library_version)
+
+    def __post_init__(self) -> None:
+        check_record(self, _TEXT_FIELDS, ("epsilon",), _COUNT_FIELDS)
+        _check_in(self.rng, "rng", RNG_MODES)
+        _check_in(self.oov_policy, "oov_policy", OOV_POLICIES)
 
     @property
     def spend(self) -> float:
@@ -82,20 +108,27 @@ class Guarantee:
             if self.tokens_privatized == 1
             else f"each of {self.tokens_privatized} privatized tokens is"
         )
-        return (
+        text = (
             f"{self.mechanism}: {each} "
-            f"{self.epsilon:g}*d-private for d = {unit} "
-            f"(total {self.spend:g} per unit distance); "
+            f"{number(self.epsilon)}*d-private for d = {unit} "
+            f"(total {number(self.spend)} per unit distance); "
             f"{counted(self.tokens_passed_through, 'token')} "
             f"passed through unchanged; noise {self.rng}."
-            + (
-                ""
-                if self.selection == ALL_WORDS
-                else f" Which tokens were privatized was decided from the raw text "
+        )
+        if self.selection != ALL_WORDS:
+            text += (
+                " Which tokens were privatized was decided from the raw text "
                 f"({self.selection}): that decision is not protected, so the bound holds "
                 "between texts that select the same tokens and share the unselected ones."
             )
-        )
+        if self.oov_policy == "passthrough":
+            text += (
+                " Out-of-vocabulary tokens were released unchanged and unprotected (oov="
+                '"passthrough"): which tokens those are was decided from the raw text, so '
+                "the bound holds between texts that have the same out-of-vocabulary tokens "
+                "in the same places."
+            )
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the derived ``spend`` and ``statement`` included."""
@@ -106,13 +139,19 @@ class Guarantee:
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> Guarantee:
-        """The inverse of :meth:`to_dict` (e.g. of ``doc._.dxp_guarantee``); ``spend`` and
-        ``statement`` are derived, so they are ignored."""
-        names = {item.name for item in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in record.items() if key in names})
+        """The inverse of :meth:`to_dict` (e.g. of ``doc._.dxp_guarantee``).
+
+        Refuses (ValueError) a key the record does not have, a missing ``library_version``
+        (every record this library writes has one), and a ``spend`` that the fields do
+        not give. ``statement`` is checked too when the record comes from this library
+        version (the wording may differ between versions; the loaded record states it
+        with this version's wording).
+        """
+        return read_record(cls, record, ("spend",))
 
     def merge(self, other: Guarantee) -> Guarantee:
-        """The guarantee of both releases together (same mechanism settings only)."""
+        """The guarantee of both releases together (same mechanism settings and library
+        version only; TypeError for a record of another kind)."""
         keys = (
             "mechanism",
             "epsilon",
@@ -122,10 +161,9 @@ class Guarantee:
             "oov_policy",
             "rng",
             "selection",
+            "library_version",
         )
-        for key in keys:
-            if getattr(self, key) != getattr(other, key):
-                raise ValueError(f"cannot merge guarantees with different {key}")
+        check_mergeable(self, other, keys, "guarantees")
         return dataclasses.replace(
             self,
             tokens_privatized=self.tokens_privatized + other.tokens_privatized,
@@ -146,13 +184,108 @@ class Guarantee:
         return total
 
 
+_TEXT_FIELDS = (
+    "mechanism",
+    "metric",
+    "embeddings",
+    "oov_policy",
+    "rng",
+    "selection",
+    "library_version",
+)
+_COUNT_FIELDS = ("vocab_size", "tokens_privatized", "tokens_passed_through", "releases")
+
+
+def check_record(
+    record: Any,
+    texts: Iterable[str],
+    epsilons: Iterable[str],
+    counts: Iterable[str],
+    *,
+    optional: Iterable[str] = (),
+) -> None:
+    """TypeError/ValueError naming the first field of ``record`` that is not what it must
+    be: a str (``texts``), a finite real > 0 (``epsilons``), an int >= 0 (``counts``); bool
+    is never a number. Fields in ``optional`` may also be None."""
+    maybe = set(optional)
+    for name in texts:
+        value = getattr(record, name)
+        if not (isinstance(value, str) or (value is None and name in maybe)):
+            raise TypeError(f"guarantee field {name} must be a str, got {type(value).__name__}")
+    for name in epsilons:
+        value = getattr(record, name)
+        if value is None and name in maybe:
+            continue
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+            raise TypeError(
+                f"guarantee field {name} must be a real number, got {type(value).__name__}"
+            )
+        if not (_is_amount(value) and float(value) > 0):
+            raise ValueError(f"guarantee field {name} must be a finite number > 0, got {value!r}")
+    for name in counts:
+        value = getattr(record, name)
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"guarantee field {name} must be an int, got {type(value).__name__}")
+        if int(value) < 0:
+            raise ValueError(f"guarantee field {name} must be >= 0, got {value}")
+
+
+def _check_in(value: str, name: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"guarantee field {name} must be one of {allowed}, got {value!r}")
+
+
+def read_record(cls: Any, record: Mapping[str, Any], derived: Iterable[str]) -> Any:
+    """``cls`` (a record dataclass) from its ``to_dict`` form: unknown keys and a missing
+    ``library_version`` are refused, and each ``derived`` value given (``spend``, ...) must
+    equal the one the fields give; so must ``statement`` when the record comes from this
+    library version."""
+    if not isinstance(record, Mapping):
+        raise TypeError(f"a guarantee record must be a dict, got {type(record).__name__}")
+    names = {item.name for item in dataclasses.fields(cls)}
+    checked = {*derived, "statement"}
+    unknown = sorted(str(key) for key in record if key not in names | checked)
+    if unknown:
+        raise ValueError(f"not a field of a {cls.__name__} record: {', '.join(unknown)}")
+    if "library_version" not in record:
+        raise ValueError(
+            "the record has no library_version (every record dxp_plugins writes has one)"
+        )
+    loaded = cls(**{key: value for key, value in record.items() if key in names})
+    if loaded.library_version != _library_version():
+        checked.discard("statement")  # worded by another version
+    for key in sorted(checked & set(record)):
+        if record[key] != getattr(loaded, key):
+            raise ValueError(
+                f"the record's {key} does not follow from its fields ({record[key]!r}, "
+                f"its fields give {getattr(loaded, key)!r})"
+            )
+    return loaded
+
+
+def check_mergeable(record: Any, other: Any, keys: Iterable[str], kind: str) -> None:
+    """TypeError unless ``other`` is a record of ``record``'s type; ValueError naming the
+    first of ``keys`` on which they differ (``kind`` names the records in the message)."""
+    if type(other) is not type(record):
+        raise TypeError(
+            f"cannot merge a {type(record).__name__} with a {type(other).__name__}: "
+            "records of different kinds (word-level, LPLP) state different guarantees"
+        )
+    for key in keys:
+        if getattr(record, key) != getattr(other, key):
+            raise ValueError(f"cannot merge {kind} with different {key}")
+
+
 class Accountant:
     """Sums spend across releases; with ``cap`` set, refuses releases that would exceed it.
 
     The total is kept as aggregates (not a list of records), so streaming a huge corpus
     through one accountant uses constant memory. Thread-safe. ``releases`` counts charges:
-    one per mechanism call, so one per batch of documents (a :class:`Guarantee`'s
-    ``releases`` counts the per-document records merged into it).
+    one per mechanism call that privatizes something, so one per batch of documents (a
+    :class:`Guarantee`'s ``releases`` counts the per-document records merged into it).
+    ``cap`` may be reassigned (validated: a NaN or negative cap is refused); ``spent``,
+    ``tokens_privatized``, ``releases`` and ``unit`` are read-only: only :meth:`charge`
+    moves them.
 
     An accountant is a shared ledger: ``copy.copy``/``copy.deepcopy`` (and so scikit-learn's
     ``clone``, which ``GridSearchCV`` uses) return the same object, so every fit of a clone
@@ -171,16 +304,48 @@ class Accountant:
     """
 
     def __init__(self, cap: float | None = None) -> None:
-        if cap is not None and not _is_amount(cap):
-            raise ValueError("cap must be a finite number >= 0 or None")
-        self.cap = None if cap is None else float(cap)
+        self._lock = fork_safe_lock(self)
+        self._cap: float | None = None
+        self.cap = cap
         self._is_copy = False
         self._owner_pid = os.getpid()
-        self._lock = threading.Lock()
-        self.spent = 0.0
-        self.tokens_privatized = 0
-        self.releases = 0
-        self.unit: str | None = None
+        self._spent = 0.0
+        self._tokens_privatized = 0
+        self._releases = 0
+        self._unit: str | None = None
+
+    @property
+    def cap(self) -> float | None:
+        """The most the ledger may total (None: no cap). Assignable, validated like the
+        constructor's ``cap`` (a finite number >= 0 or None): a NaN would switch it off."""
+        return self._cap
+
+    @cap.setter
+    def cap(self, value: float | None) -> None:
+        if value is not None and not _is_amount(value):
+            raise ValueError("cap must be a finite number >= 0 or None")
+        with self._lock:
+            self._cap = None if value is None else float(value)
+
+    @property
+    def spent(self) -> float:
+        """The spend charged so far (read-only: only :meth:`charge` adds to it)."""
+        return self._spent
+
+    @property
+    def tokens_privatized(self) -> int:
+        """The tokens (or documents, for LPLP) charged so far (read-only)."""
+        return self._tokens_privatized
+
+    @property
+    def releases(self) -> int:
+        """The charges so far (read-only)."""
+        return self._releases
+
+    @property
+    def unit(self) -> str | None:
+        """What the ledger's epsilon is per, fixed by the first release (read-only)."""
+        return self._unit
 
     @property
     def remaining(self) -> float:
@@ -195,11 +360,11 @@ class Accountant:
         """
         with self._lock:
             self._refusal(spend, unit)
-            self.spent += spend
-            self.tokens_privatized += tokens
-            self.releases += 1
+            self._spent += spend
+            self._tokens_privatized += tokens
+            self._releases += 1
             if unit is not None:
-                self.unit = unit
+                self._unit = unit
 
     def check(self, spend: float, unit: str | None = None) -> None:
         """Raise what :meth:`charge` would raise for ``spend``, charging nothing (a release
@@ -251,9 +416,13 @@ class Accountant:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({"unit": None, "_owner_pid": -1, **state})  # older pickles
+        state = {"_unit": None, "_owner_pid": -1, **state}
+        for name in ("cap", "spent", "tokens_privatized", "releases", "unit"):
+            if name in state:  # pickled when these were plain attributes
+                state[f"_{name}"] = state.pop(name)
+        self.__dict__.update(state)
         self._is_copy = True
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self)
 
     def __repr__(self) -> str:
         cap = "no cap" if self.cap is None else f"cap={self.cap:g}"

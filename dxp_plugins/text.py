@@ -222,7 +222,11 @@ def vocabulary_test(mechanism: Mechanism) -> Callable[[list[str]], Sequence[bool
 
 
 def privatize_tokenized(
-    documents: Sequence[TokenizedText], mechanism: Mechanism, selection: str | None = None
+    documents: Sequence[TokenizedText],
+    mechanism: Mechanism,
+    selection: str | None = None,
+    *,
+    _charged: float | None = None,
 ) -> list[tuple[list[str], Guarantee]]:
     """Privatize the selected tokens of all documents in one batch (the shared core).
 
@@ -231,12 +235,17 @@ def privatize_tokenized(
     zero-width characters of :data:`~dxp_plugins._normalize.INVISIBLE` are dropped, so a
     hidden zero-width mark never reaches the output. ``selection`` names a restricted
     selection (POS, entities, a token filter: decided from the raw text), which each
-    guarantee records and states as unprotected.
+    guarantee records and states as unprotected. (``_charged``: the epsilon at which a long
+    text's pieces were charged up front, see :func:`_privatize_long`.)
     """
     chosen = [
         [w for w, keep in zip(doc.words, doc.selected, strict=True) if keep] for doc in documents
     ]
-    private, guarantees = mechanism.privatize_batch(chosen)
+    private, guarantees = (
+        mechanism.privatize_batch(chosen)
+        if _charged is None
+        else mechanism._privatize_batch(chosen, charged=_charged)
+    )
     results: list[tuple[list[str], Guarantee]] = []
     for doc, replaced, guarantee in zip(documents, private, guarantees, strict=True):
         out = list(doc.words)
@@ -274,7 +283,10 @@ def privatize_texts(
 ) -> Iterator[PrivateText]:
     """Privatize texts lazily, ``batch_size`` documents per mechanism call.
 
-    Empty or whitespace-only texts give ``""`` and spend nothing (PRIVACY.md 22).
+    A batch is charged, and its noise drawn, when its first text is asked for: stopping
+    early (``itertools.islice``, a ``break``) leaves the rest of that batch charged though
+    never released. Empty or whitespace-only texts give ``""`` and spend nothing
+    (PRIVACY.md 22).
     ``select(doc)`` may narrow the default selection (per-token flags, None = default);
     ``nlp`` replaces the public tokenizer by an English spaCy pipeline with the same
     tokenizer (a tagger, say, for selection by part of speech); another language is refused.
@@ -342,27 +354,31 @@ def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
 
 def _privatize_long(text: str, mechanism: Mechanism, position: int) -> PrivateText:
     """One long text, piece by piece (default tokenizer and selection only: a tagger needs
-    the whole context). One release: the pieces' records merge into one, and what would
-    refuse it (an OOV token under ``oov="raise"``, the accountant's cap) refuses it before
-    any piece draws noise."""
-    _check_long(text, mechanism, position)
+    the whole context). One release: the whole text is charged once, before any piece
+    draws noise, so what would refuse it (an OOV token under ``oov="raise"``, the
+    accountant's cap) refuses it whole; the pieces are then sampled at the epsilon charged,
+    and their records merge into one."""
+    charged, epsilon = _charge_long(text, mechanism, position)
     parts: list[str] = []
     total: Guarantee | None = None
     for piece in pieces(text, PIECE_CHARS):
         if is_invisible(piece):  # layout only: keep its whitespace
             parts.append(without_invisible(piece))
             continue
-        (result,) = _privatize_batch([piece], mechanism, start=position)
+        (result,) = _privatize_batch([piece], mechanism, start=position, charged=epsilon)
         parts.append(result.text)
         total = result.guarantee if total is None else total.merge(result.guarantee)
     assert total is not None  # the text is not blank, so some piece is not
+    if total.tokens_privatized != charged:  # the same tokenizer on the same pieces
+        raise RuntimeError("a long text's pieces privatized other tokens than were charged")
     total = dataclasses.replace(total, releases=1)
     mechanism.last_guarantee = total
     return PrivateText("".join(parts), total)
 
 
-def _check_long(text: str, mechanism: Mechanism, position: int) -> None:
-    """Raise, charging nothing, what privatizing ``text`` in pieces would raise midway.
+def _charge_long(text: str, mechanism: Mechanism, position: int) -> tuple[int, float]:
+    """Raise what privatizing ``text`` in pieces would raise midway, then charge its
+    tokens once; returns their number and the epsilon charged.
 
     It tokenizes every piece once more (keeping the tokens would undo the memory bound);
     on a 20 MB line that costs about 1 s of 46."""
@@ -377,7 +393,7 @@ def _check_long(text: str, mechanism: Mechanism, position: int) -> None:
             token = None if error.token is None else error.token + selected
             raise _oov_in_text(position, token) from None
         selected += len(chosen)
-    mechanism.accountant.check(mechanism.epsilon * charged, unit=mechanism.ledger_unit)
+    return charged, mechanism._reserve(charged)
 
 
 def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
@@ -396,8 +412,10 @@ def _privatize_batch(
     select: Selector | None = None,
     nlp: Any = None,
     start: int = 0,
+    charged: float | None = None,
 ) -> Iterator[PrivateText]:
-    """``texts`` start at index ``start`` of the caller's texts (named in OOV errors)."""
+    """``texts`` start at index ``start`` of the caller's texts (named in OOV errors);
+    ``charged``: see :func:`privatize_tokenized`."""
     blank = [is_invisible(text) for text in texts]
     if nlp is not None:  # a tagging pipeline reads each text whole: say so before spaCy does
         limit = getattr(nlp, "max_length", None)
@@ -413,7 +431,7 @@ def _privatize_batch(
         ]
     selection = None if select is None else getattr(select, "description", "custom selector")
     try:
-        released = privatize_tokenized(docs, mechanism, selection)
+        released = privatize_tokenized(docs, mechanism, selection, _charged=charged)
     except OOVError as error:
         if error.document is None:
             raise

@@ -66,10 +66,10 @@ class KaryRandomizedResponse(Mechanism):
         )
         self.restrict_to = restrict_to
 
-    def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def _sample(self, ids: np.ndarray, rng: np.random.Generator, epsilon: float) -> np.ndarray:
         k = len(self.embeddings) if self.restrict_to is None else self.restrict_to
         ids = np.where(ids < 0, 0, ids)
-        keep = rng.random(len(ids)) < np.exp(self.epsilon) / (np.exp(self.epsilon) + k - 1)
+        keep = rng.random(len(ids)) < np.exp(epsilon) / (np.exp(epsilon) + k - 1)
         other = rng.integers(0, k - 1, len(ids))
         other = other + (other >= ids)  # uniform over the k - 1 other rows
         return np.where(keep, ids, other).astype(np.int64)

@@ -70,7 +70,7 @@ def test_memory_is_bounded_by_blocks_not_by_codes(glove_5k):
     assert peak < 96 << 20, peak / 2**20  # three 32 MiB blocks
     whole = glove_5k.vectors[:3000].astype(np.float64) @ projection(glove_5k.dim, 1024)
     np.testing.assert_array_equal(simhash(glove_5k.vectors[:3000], 1024), whole > 0)
-    flips = mech._flips(np.random.default_rng(4), 2500)  # three blocks of 1,024 rows
+    flips = mech._flips(np.random.default_rng(4), 2500, 1.0)  # three blocks of 1,024 rows
     one_draw = sample_flips(np.random.default_rng(4), 2500, 4096, 1.0)
     np.testing.assert_array_equal(flips, np.packbits(one_draw, axis=1))
 

@@ -265,3 +265,196 @@ def test_an_accountant_pickled_by_an_older_version_still_charges():
     old.__setstate__({"cap": None, "spent": 2.0, "tokens_privatized": 2, "releases": 1})
     old.charge(1.0, 1, unit="unit of euclidean distance")
     assert old.spent == 3.0 and old.unit == "unit of euclidean distance"
+
+
+class _ReassigningAccountant(Accountant):
+    """Stands in for another thread assigning ``mechanism.epsilon`` right after the charge."""
+
+    mechanism = None
+
+    def charge(self, spend, tokens, unit=None):
+        super().charge(spend, tokens, unit)
+        self.mechanism.epsilon = 300.0
+
+
+@pytest.mark.parametrize("kind", ["madlib", "tem", "brr"])
+@pytest.mark.parametrize("door", ["privatize_ids", "privatize_batch"])
+def test_noise_and_record_use_the_epsilon_that_was_charged(glove_5k, kind, door):
+    """epsilon is read once per release: an assignment during the release (another thread)
+    changes neither its noise nor its record, only the next release."""
+    accountant = _ReassigningAccountant()
+    params = {"n_bits": 64} if kind == "brr" else {}
+    mech = dxp.make_mechanism(kind, glove_5k, epsilon=0.05, accountant=accountant, **params)
+    accountant.mechanism = mech
+    word = int(glove_5k.lookup(["good"])[0])
+    if door == "privatize_ids":
+        out = mech.privatize_ids(np.full(1000, word))
+    else:
+        out = glove_5k.lookup(mech.privatize_batch([["good"] * 500, ["good"] * 500])[0][0])
+    assert (out == word).mean() < 0.05  # drawn at 0.05, as charged (at 300: all "good")
+    assert accountant.spent == pytest.approx(0.05 * 1000)
+    assert mech.last_guarantee.epsilon == 0.05  # recorded as charged
+    assert mech.last_guarantee.spend == pytest.approx(accountant.spent)
+    assert mech.epsilon == 300.0  # the assignment holds from the next release on
+
+
+def _record_dict(glove_5k, **changes):
+    mech = dxp.Madlib(glove_5k, 1.0)
+    mech.privatize(["good", "day"])
+    return {**mech.last_guarantee.to_dict(), **changes}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"epsilon": -5.0},
+        {"epsilon": 0.0},
+        {"epsilon": float("nan")},
+        {"epsilon": float("inf")},
+        {"epsilon": "1"},
+        {"epsilon": True},
+        {"tokens_privatized": -100},
+        {"tokens_privatized": 2.5},
+        {"tokens_privatized": True},
+        {"tokens_passed_through": -1},
+        {"vocab_size": "5000"},
+        {"releases": -1},
+        {"rng": "quantum"},
+        {"oov_policy": "drop"},
+        {"mechanism": None},
+        {"selection": 3},
+        {"library_version": 1.0},
+        {"spend": 0.0001},
+        {"statement": "private"},
+        {"hacked": 1},
+    ],
+)
+def test_from_dict_refuses_malformed_records(glove_5k, change):
+    """A record is read back to total releases (``Guarantee.combine`` over the docs of
+    ``nlp.pipe(n_process=2)``): a malformed or tampered one must not lower the total."""
+    (name,) = change
+    with pytest.raises((ValueError, TypeError), match=name):
+        Guarantee.from_dict(_record_dict(glove_5k, **change))
+
+
+def test_records_are_checked_when_built_and_read_back_whole(glove_5k):
+    record = dxp.Madlib(glove_5k, 2.0).guarantee(3, 1)
+    with pytest.raises(ValueError, match="tokens_privatized"):
+        dataclasses.replace(record, tokens_privatized=-3)  # would lower a merged spend
+    with pytest.raises(ValueError, match="library_version"):
+        Guarantee.from_dict({k: v for k, v in record.to_dict().items() if k != "library_version"})
+    as_json = json.loads(json.dumps(record.to_dict()))
+    assert Guarantee.from_dict(as_json) == record
+    older = {**as_json, "library_version": "0.0.1", "statement": "worded by 0.0.1"}
+    assert Guarantee.from_dict(older).library_version == "0.0.1"  # wording may differ
+    with pytest.raises(ValueError, match="spend"):
+        Guarantee.from_dict({**older, "spend": 1.0})  # the spend may not
+
+
+def test_merge_refuses_records_of_another_kind_or_library_version(glove_5k):
+    record = dxp.Madlib(glove_5k, 2.0).guarantee(3, 1)
+    lplp = dxp.LPLPTransformer(epsilon=2.0).fit(np.ones((2, 4), dtype=int)).guarantee(2)
+    for first, second in ((record, lplp), (lplp, record)):
+        with pytest.raises(TypeError, match="cannot merge"):
+            first.merge(second)
+    with pytest.raises(ValueError, match="different library_version"):
+        record.merge(dataclasses.replace(record, library_version="0.0.1"))
+
+
+@pytest.mark.parametrize("tokens", [[], [[]], [[], []]])
+def test_a_release_of_no_token_is_not_charged(glove_5k, tokens):
+    """PRIVACY.md 22: nothing to privatize spends nothing and counts no release, so a
+    capped copy (which refuses every charge) does not fail on it either."""
+    accountant = Accountant()
+    mech = dxp.Madlib(glove_5k, 1.0, accountant=accountant)
+    mech.privatize_batch(tokens)
+    mech.privatize_ids(np.array([], dtype=np.int64))
+    assert mech.last_guarantee.releases == 0 and mech.last_guarantee.spend == 0
+    assert (accountant.spent, accountant.releases, accountant.unit) == (0.0, 0, None)
+    copy_ = pickle.loads(pickle.dumps(Accountant(cap=10.0)))
+    capped = dxp.Madlib(glove_5k, 1.0, accountant=copy_)
+    capped.privatize_batch(tokens)
+    capped.privatize_ids([])
+    with pytest.raises(dxp.BudgetExceededError):
+        capped.privatize_ids([1])
+
+
+def test_the_generator_is_keyed_before_the_charge(glove_5k, monkeypatch):
+    """A release that cannot draw noise (no OS entropy) spends nothing."""
+    from dxp_plugins import _random
+
+    def no_entropy():
+        raise OSError("no entropy")
+
+    accountant = Accountant()
+    monkeypatch.setattr(_random, "_secure_generator", no_entropy)
+    with pytest.raises(OSError, match="entropy"):
+        dxp.Madlib(glove_5k, 1.0, accountant=accountant).privatize(["good"])
+    assert (accountant.spent, accountant.releases) == (0.0, 0)
+
+
+def test_the_passthrough_statement_says_oov_tokens_are_unprotected(glove_5k):
+    with pytest.warns(dxp.PrivacyWarning):
+        mech = dxp.Madlib(glove_5k, 1.0, oov="passthrough")
+    statement = mech.guarantee(2, 1).statement
+    assert (
+        'Out-of-vocabulary tokens were released unchanged and unprotected (oov="passthrough"): '
+        "which tokens those are was decided from the raw text, so the bound holds between "
+        "texts that have the same out-of-vocabulary tokens in the same places." in statement
+    )
+    assert "out-of-vocabulary" not in dxp.Madlib(glove_5k, 1.0).guarantee(2, 1).statement.lower()
+
+
+def test_statements_never_round_epsilon_or_the_total_down(glove_5k):
+    record = dxp.Madlib(glove_5k, 2.0000004).guarantee(3)
+    assert "2.0000004*d-private" in record.statement
+    assert f"(total {record.spend!r} per unit distance)" in record.statement
+    assert "10*d-private" in dxp.Madlib(glove_5k, 10.0).guarantee(36).statement
+    assert "(total 360 per unit distance)" in dxp.Madlib(glove_5k, 10.0).guarantee(36).statement
+
+
+def test_cap_is_validated_and_the_totals_are_read_only():
+    accountant = Accountant(cap=1.0)
+    for bad in (float("nan"), -1.0, float("inf"), True):
+        with pytest.raises(ValueError, match="cap"):
+            accountant.cap = bad
+    assert accountant.cap == 1.0
+    with pytest.raises(dxp.BudgetExceededError):
+        accountant.charge(1000.0, 1000)  # the cap still holds
+    for name in ("spent", "tokens_privatized", "releases", "unit"):
+        with pytest.raises(AttributeError):
+            setattr(accountant, name, 0)
+    accountant.cap = 5
+    accountant.charge(2.0, 2, unit="u")
+    accountant.cap = None
+    accountant.charge(10.0, 1, unit="u")
+    assert (accountant.spent, accountant.tokens_privatized, accountant.releases) == (12.0, 3, 2)
+    copy_ = pickle.loads(pickle.dumps(accountant))
+    assert (copy_.spent, copy_.releases, copy_.unit, copy_.cap) == (12.0, 2, "u", None)
+
+
+def test_a_fork_while_a_lock_is_held_leaves_the_child_working():
+    """os.fork copies a lock another thread holds (mid-charge, mid-keying) as held: the
+    child's ledger and generator get fresh locks, or the child would wait forever."""
+    import select
+
+    from dxp_plugins._random import RandomSource
+
+    accountant, source = Accountant(), RandomSource()
+    read, write = os.pipe()
+    with accountant._lock, source._lock:  # held by "another thread" at the fork
+        pid = os.fork()
+        if pid == 0:  # child
+            try:
+                accountant.charge(1.0, 1)
+                source.generator().random()
+                os.write(write, b"ok")
+            finally:
+                os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 20)
+    if not ready:
+        os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    assert ready and os.read(read, 2) == b"ok", "the forked child hung on a copied lock"
+    os.close(read)

@@ -319,6 +319,93 @@ def test_guarantee_record_and_merge():
         record.merge(LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(1))
 
 
+def test_a_release_records_the_calibration_it_was_charged_and_drawn_at(monkeypatch):
+    """One calibration per release: another thread assigning ``epsilon`` right after the
+    release looked it up changes neither the charge nor the record."""
+    accountant = dxp.Accountant()
+    release = LPLPRelease(np.arange(4), epsilon=0.5, accountant=accountant)
+    lookup = release.noise_calibration
+
+    def reassigned_after_lookup():
+        calibrated = lookup()
+        release.epsilon = 50.0  # "another thread"
+        return calibrated
+
+    monkeypatch.setattr(release, "noise_calibration", reassigned_after_lookup)
+    _, record = release.release(np.ones((3, 4), dtype=int))
+    assert record.epsilon == 0.5 and record.spend == accountant.spent == 0.5
+
+
+def test_an_lplp_release_keys_its_generator_before_the_charge(monkeypatch):
+    from dxp_plugins import _random
+
+    def no_entropy():
+        raise OSError("no entropy")
+
+    accountant = dxp.Accountant()
+    release = LPLPRelease(np.arange(4), epsilon=0.5, accountant=accountant)
+    monkeypatch.setattr(_random, "_secure_generator", no_entropy)
+    with pytest.raises(OSError, match="entropy"):
+        release.release(np.ones((3, 4), dtype=int))
+    assert (accountant.spent, accountant.releases) == (0.0, 0)
+
+
+def test_the_statement_of_repeated_releases_states_what_they_give_together():
+    """A merged record of two releases may hold the same documents twice: each release of
+    a document is (N, eps)-LPLP and k releases of it (N, k*eps), not (N, eps)."""
+    release = LPLPRelease([0, 0, 1, 1], epsilon=1.0, grouping="custom")
+    counts = np.ones((20, 4), dtype=int)
+    merged = release.release(counts)[1].merge(release.release(counts)[1])
+    assert merged.documents == 40 and merged.spend == 2.0
+    assert (
+        "LPLP: 2 releases of 40 documents in all; each release of a document is (1, 1)-LPLP"
+        in merged.statement
+    )
+    assert (
+        "a document in k of the releases is (1, k*1)-LPLP, in all of them (1, 2)-LPLP"
+        in merged.statement
+    )
+    assert "This record's spend: 2 (2 releases x 1)." in merged.statement
+    one = release.guarantee(20).statement
+    assert one.startswith("LPLP: each of 20 documents is (1, 1)-LPLP") and "spend" not in one
+
+
+def test_lplp_statements_never_round_epsilon_down():
+    release = LPLPRelease([0, 0, 1, 1], epsilon=2.0000004, histogram_epsilon=0.1000001)
+    statement = release.guarantee(3).statement
+    assert "(1, 2.0000004)-LPLP" in statement and "e^2.0000004" in statement
+    assert "histogram (1, 0.1000001)" in statement
+    assert f"This record's spend: {release.guarantee(3).spend!r}" in statement
+
+
+def test_lplp_records_read_back_checked():
+    import dataclasses
+    import json
+
+    from dxp_plugins.lplp.guarantee import LPLPGuarantee
+
+    release = LPLPRelease([0, 0, 1, 1], epsilon=0.5, histogram_epsilon=0.25, grouping="custom")
+    record = release.guarantee(10)
+    as_json = json.loads(json.dumps(record.to_dict()))
+    assert LPLPGuarantee.from_dict(as_json) == record
+    for change in (
+        {"spend": 0.1},
+        {"release_spend": 0.1},
+        {"statement": "private"},
+        {"documents": -1},
+        {"epsilon": float("nan")},
+        {"histogram_epsilon": 0.0},
+        {"calibration": "loose"},
+        {"rng": "quantum"},
+        {"hacked": 1},
+    ):
+        (name,) = change
+        with pytest.raises((TypeError, ValueError), match=name):
+            LPLPGuarantee.from_dict({**as_json, **change})
+    with pytest.raises(ValueError, match="different library_version"):
+        record.merge(dataclasses.replace(record, library_version="0.0.1"))
+
+
 # -- validation (PRIVACY.md 23, 26) ----------------------------------------------------------
 @pytest.mark.parametrize(
     ("labels", "message"),

@@ -178,3 +178,28 @@ def test_tasks_in_one_worker_never_replay_a_seeded_stream():
     with multiprocessing.get_context("fork").Pool(1) as pool:
         draws = pool.map(_worker_draws, [blob] * 4, chunksize=1)
     assert len(set(draws)) == 4
+
+
+def test_seeded_copies_in_processes_given_one_pid_never_replay(monkeypatch):
+    """PRIVACY.md 19: pids are reused (a long-running pool, maxtasksperchild). Two worker
+    processes that are handed the same pid, each starting from the keying count it
+    inherited, must still draw different streams; the original's stream stays the seed's."""
+    import itertools
+
+    from randomgen import ChaCha
+
+    import dxp_plugins._random as random_module
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        source, original = RandomSource(5), RandomSource(5)
+    blob = pickle.dumps(source)
+    monkeypatch.setattr(random_module.os, "getpid", lambda: 4242)  # one pid, handed out twice
+    draws = []
+    for _ in range(2):  # each "process" starts with the count inherited from the parent
+        monkeypatch.setattr(random_module, "_KEYINGS", itertools.count())
+        draws.append(pickle.loads(blob).generator().random(4).tobytes())
+    assert draws[0] != draws[1]
+    monkeypatch.undo()
+    reference = np.random.Generator(ChaCha(seed=np.random.SeedSequence(5), rounds=20))
+    np.testing.assert_array_equal(original.generator().random(4), reference.random(4))

@@ -306,6 +306,24 @@ def test_changing_epsilon_or_beta_never_reuses_a_stale_law(plane):
     assert fingerprints == {plane.fingerprint}
 
 
+def test_a_release_draws_and_caches_at_the_epsilon_it_was_charged(plane):
+    """gamma (Theorem 4.2) and the law cache follow the epsilon read once by the release,
+    not an epsilon another thread assigns meanwhile (here: right after the charge)."""
+
+    class Reassigning(dxp.Accountant):
+        def charge(self, spend, tokens, unit=None):
+            super().charge(spend, tokens, unit)
+            mech.epsilon = 40.0
+
+    mech = dxp.TEM(plane, epsilon=0.5, beta=0.1, accountant=Reassigning())
+    law = dxp.TEM(plane, epsilon=0.5, beta=0.1).distribution(0)
+    counts = np.bincount(mech.privatize_ids(np.zeros(50_000, dtype=np.int64)), minlength=30)
+    assert g_test(counts, law) > 1e-6  # the law at 0.5 (at 40 it is nearly the identity)
+    (settings,) = {key[0] for key in mech.cache.cached_keys()}
+    assert settings[2:] == (tem_module.theorem_4_2_gamma(0.5, 0.1, 30), 0.5)
+    assert mech.last_guarantee.epsilon == 0.5 and mech.accountant.spent == 0.5 * 50_000
+
+
 def test_explicit_gamma_cache_still_keyed_by_epsilon(plane):
     mech = dxp.TEM(plane, epsilon=0.5, gamma=1.0)
     mech.privatize_ids(np.zeros(10, dtype=np.int64))

@@ -76,6 +76,23 @@ def test_blank_input_returns_empty_and_spends_nothing(mech, blank):
     assert mech.accountant.spent == 0
 
 
+@pytest.mark.parametrize("texts", [[""], ["   "], ["!!!"], ["", "  \n", "\u200b"]])
+def test_blank_input_charges_nothing_and_works_on_a_capped_copy(glove_5k, texts):
+    """PRIVACY.md 22: nothing to privatize is not charged, not even as a release of
+    nothing, so a pickled or forked capped ledger (which refuses every charge) does not
+    fail on it. Each text still has its record: one document, no token privatized."""
+    import pickle
+
+    accountant = dxp.Accountant()
+    results = list(privatize_texts(texts, dxp.Madlib(glove_5k, 1.0, accountant=accountant)))
+    assert (accountant.spent, accountant.releases) == (0.0, 0)
+    for result in results:
+        assert result.guarantee.spend == 0 and result.guarantee.releases == 1
+    copy = pickle.loads(pickle.dumps(dxp.Accountant(cap=10.0)))
+    outputs = [r.text for r in privatize_texts(texts, dxp.Madlib(glove_5k, 1.0, accountant=copy))]
+    assert outputs == [text if text == "!!!" else "" for text in texts]
+
+
 def test_invisible_characters_are_layout_not_words(glove_5k):
     """A BOM or zero-width space glued to a word does not make it out-of-vocabulary (a file
     read without utf-8-sig lost its first word to the UNK point); one standing alone passes
@@ -168,8 +185,10 @@ def test_a_long_text_is_privatized_in_pieces(monkeypatch, glove_5k):
     monkeypatch.setattr(text_module, "PIECE_CHARS", 200)
     mech = dxp.Madlib(glove_5k, epsilon=300.0)
     calls = []
-    batch = mech.privatize_batch
-    monkeypatch.setattr(mech, "privatize_batch", lambda docs: calls.append(docs) or batch(docs))
+    batch = mech._privatize_batch  # the pieces' path: charged once, up front
+    monkeypatch.setattr(
+        mech, "_privatize_batch", lambda docs, charged: calls.append(docs) or batch(docs, charged)
+    )
     text = "The hockey team, from  Canada, won the final!\n" * 100
     result = privatize_text(text, mech)
     assert layout(result.text) == layout(text) and len(calls) > 20
@@ -225,13 +244,46 @@ def test_a_long_text_is_refused_before_any_piece_draws_noise(monkeypatch, glove_
     assert len(list(text_module.pieces(text, 200))) > 5
     capped = dxp.Madlib(glove_5k, epsilon=1.0, accountant=dxp.Accountant(cap=399.0))
     drawn = []
-    monkeypatch.setattr(capped, "_sample", lambda ids, rng: drawn.append(ids) or ids)
+    monkeypatch.setattr(capped, "_sample", lambda ids, rng, epsilon: drawn.append(ids) or ids)
     with pytest.raises(dxp.BudgetExceededError):
         privatize_text(text, capped)
     assert drawn == [] and capped.accountant.spent == 0
     capped.accountant.cap = 400.0
     result = privatize_text(text, capped)
     assert capped.accountant.spent == 400.0 and capped.last_guarantee == result.guarantee
+
+
+def test_a_long_text_is_charged_once_before_any_piece_draws_noise(monkeypatch, glove_5k):
+    """One release, one charge: the whole text is charged up front and the pieces are then
+    sampled without charging again, so a concurrent spend on the ledger can no longer
+    leave some pieces charged and noised and the text refused."""
+    import dxp_plugins.mechanisms.madlib as madlib_module
+    import dxp_plugins.text as text_module
+
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 200)
+    events = []
+
+    class Logging(dxp.Accountant):
+        def charge(self, spend, tokens, unit=None):
+            events.append(("charge", tokens))
+            super().charge(spend, tokens, unit)
+
+    noise = madlib_module.sample_noise
+
+    def logged_noise(rng, count, dim, epsilon):
+        events.append(("noise", count))
+        return noise(rng, count, dim, epsilon)
+
+    monkeypatch.setattr(madlib_module, "sample_noise", logged_noise)
+    accountant = Logging()
+    mech = dxp.Madlib(glove_5k, epsilon=2.0, accountant=accountant)
+    text = "the hockey team won\n" * 100
+    result = privatize_text(text, mech)
+    assert events[0] == ("charge", 400) and len(events) > 5
+    assert all(kind == "noise" for kind, _ in events[1:])
+    assert sum(count for _, count in events[1:]) == 400
+    assert (accountant.spent, accountant.releases) == (800.0, 1)
+    assert result.guarantee.spend == 800.0 and result.guarantee.releases == 1
 
 
 def test_text_path_fresh_noise_per_occurrence(glove_5k):

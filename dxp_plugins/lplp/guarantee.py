@@ -12,10 +12,21 @@ decompression weights come from. Hence this separate record, with the same inter
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..guarantee import _library_version, counted
+from ..guarantee import (
+    RNG_MODES,
+    _check_in,
+    _library_version,
+    check_mergeable,
+    check_record,
+    counted,
+    number,
+    read_record,
+)
+from .calibration import CALIBRATIONS
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,17 @@ class LPLPGuarantee:
     mechanism: str = "lplp"
     library_version: str = field(default_factory=_library_version)
 
+    def __post_init__(self) -> None:
+        check_record(
+            self,
+            _TEXT_FIELDS,
+            ("epsilon", "claimed_epsilon", "histogram_epsilon"),
+            ("n_changes", "n_features", "n_groups", "documents", "releases"),
+            optional=("histogram_epsilon", "histogram_id"),
+        )
+        _check_in(self.rng, "rng", RNG_MODES)
+        _check_in(self.calibration, "calibration", CALIBRATIONS)
+
     @property
     def release_spend(self) -> float:
         """Per-document epsilon of the LPLP releases alone (each document is one local release)."""
@@ -54,32 +76,48 @@ class LPLPGuarantee:
     @property
     def statement(self) -> str:
         """One paragraph a user can read."""
-        each = "the 1 document" if self.documents == 1 else f"each of {self.documents} documents"
-        text = (
-            f"LPLP: {each} is ({self.n_changes}, "
-            f"{self.epsilon:g})-LPLP: two count vectors differing by at most "
-            f"{self.n_changes} in total (L1) give outputs within a factor "
-            f"e^{self.epsilon:g}. "
-            + (
-                f"{self.n_features} features, uncompressed"
-                if self.n_groups == self.n_features
-                else f"{self.n_features} features compressed into {self.n_groups} groups "
-                f"({self.grouping})"
-            )
-            + f"; decompression weights: {self.weights}; noise {self.rng}."
+        eps, n = number(self.epsilon), self.n_changes
+        vectors = (
+            f"two count vectors differing by at most {n} in total (L1) give outputs within a "
+            f"factor e^{eps}"
         )
+        if self.releases > 1:  # the same documents may be among them: say what k releases give
+            text = (
+                f"LPLP: {counted(self.releases, 'release')} of "
+                f"{counted(self.documents, 'document')} in all; each release of a document is "
+                f"({n}, {eps})-LPLP: {vectors}; a document in k of the releases is "
+                f"({n}, k*{eps})-LPLP, in all of them ({n}, {number(self.release_spend)})-LPLP. "
+            )
+        else:
+            each = (
+                "the 1 document" if self.documents == 1 else f"each of {self.documents} documents"
+            )
+            text = f"LPLP: {each} is ({n}, {eps})-LPLP: {vectors}. "
+        features = (
+            f"{self.n_features} features, uncompressed"
+            if self.n_groups == self.n_features
+            else f"{self.n_features} features compressed into {self.n_groups} groups "
+            f"({self.grouping})"
+        )
+        text += f"{features}; decompression weights: {self.weights}; noise {self.rng}."
         if self.calibration == "paper":
             text += (
                 f" Paper parametrization (per-entry epsilon' = M*epsilon/K): claimed "
-                f"{self.claimed_epsilon:g}, TRUE epsilon {self.epsilon:g}."
+                f"{number(self.claimed_epsilon)}, TRUE epsilon {eps}."
             )
         if self.histogram_epsilon is not None:
+            histogram = number(self.histogram_epsilon)
             text += (
-                f" A DP corpus histogram ({self.n_changes}, {self.histogram_epsilon:g}) "
+                f" A DP corpus histogram ({n}, {histogram}) "
                 f"was released centrally for the grouping/weights: documents in that corpus "
-                f"spend {self.histogram_epsilon:g} more. This record's spend: {self.spend:g} "
-                f"({self.release_spend:g} for {counted(self.releases, 'release')} + "
-                f"{self.histogram_epsilon:g} for the histogram, once)."
+                f"spend {histogram} more. This record's spend: {number(self.spend)} "
+                f"({number(self.release_spend)} for {counted(self.releases, 'release')} + "
+                f"{histogram} for the histogram, once)."
+            )
+        elif self.releases > 1:
+            text += (
+                f" This record's spend: {number(self.spend)} "
+                f"({counted(self.releases, 'release')} x {eps})."
             )
         return text
 
@@ -92,10 +130,19 @@ class LPLPGuarantee:
         record["statement"] = self.statement
         return record
 
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> LPLPGuarantee:
+        """The inverse of :meth:`to_dict`, checked as
+        :meth:`dxp_plugins.guarantee.Guarantee.from_dict` is (the derived ``release_spend``
+        and ``spend`` must follow from the fields)."""
+        loaded: LPLPGuarantee = read_record(cls, record, ("release_spend", "spend"))
+        return loaded
+
     def merge(self, other: LPLPGuarantee) -> LPLPGuarantee:
-        """Both releases together (same settings; documents and releases add up). A DP
-        histogram is counted once, so records of different histogram releases (different
-        fits) are refused: each of those charged its own histogram."""
+        """Both releases together (same settings and library version; documents and
+        releases add up; TypeError for a record of another kind). A DP histogram is
+        counted once, so records of different histogram releases (different fits) are
+        refused: each of those charged its own histogram."""
         keys = (
             "epsilon",
             "claimed_epsilon",
@@ -109,12 +156,24 @@ class LPLPGuarantee:
             "embeddings",
             "rng",
             "histogram_id",
+            "mechanism",
+            "library_version",
         )
-        for key in keys:
-            if getattr(self, key) != getattr(other, key):
-                raise ValueError(f"cannot merge LPLP guarantees with different {key}")
+        check_mergeable(self, other, keys, "LPLP guarantees")
         return dataclasses.replace(
             self,
             documents=self.documents + other.documents,
             releases=self.releases + other.releases,
         )
+
+
+_TEXT_FIELDS = (
+    "grouping",
+    "weights",
+    "calibration",
+    "embeddings",
+    "rng",
+    "histogram_id",
+    "mechanism",
+    "library_version",
+)

@@ -105,20 +105,24 @@ class LPLPRelease:
             self.epsilon, self.n_changes, self.n_features, self.n_groups, self.calibration
         )
 
-    def guarantee(self, documents: int) -> LPLPGuarantee:
-        """The record of releasing ``documents`` count vectors with these settings."""
-        calibrated = self.noise_calibration()
+    def guarantee(
+        self, documents: int, calibrated: NoiseCalibration | None = None
+    ) -> LPLPGuarantee:
+        """The record of releasing ``documents`` count vectors with these settings, or with
+        the ``calibrated`` noise a release was charged and drawn at."""
+        if calibrated is None:
+            calibrated = self.noise_calibration()
         return LPLPGuarantee(
             epsilon=calibrated.epsilon,
             claimed_epsilon=calibrated.claimed_epsilon,
-            n_changes=self.n_changes,
+            n_changes=calibrated.n_changes,
             n_features=self.n_features,
             n_groups=self.n_groups,
             grouping=self.grouping,
             weights=self.weights_source,
             histogram_epsilon=self.histogram_epsilon,
             histogram_id=self.histogram_id,
-            calibration=self.calibration,
+            calibration=calibrated.mode,
             documents=documents,
             # no document, no release: nothing is charged (PRIVACY.md 22), nothing recorded
             releases=1 if documents else 0,
@@ -130,14 +134,17 @@ class LPLPRelease:
         """Private counts (CSR int64, same features) of each row of ``counts``, and the record."""
         matrix = check_counts(counts, self.n_features)
         documents = matrix.shape[0]
+        # One calibration for the charge, the noise and the record, whatever another thread
+        # assigns to epsilon or n_changes meanwhile.
         calibrated = self.noise_calibration()
-        record = self.guarantee(documents)
-        if documents:  # charged before any noise; a refusal leaves the last record as it was
-            self.accountant.charge(calibrated.epsilon, documents, unit=lplp_unit(self.n_changes))
-        self.last_guarantee = record
-        if documents == 0:
+        record = self.guarantee(documents, calibrated)
+        if documents == 0:  # no document, no release: nothing charged (PRIVACY.md 22)
+            self.last_guarantee = record
             return sp.csr_matrix((0, self.n_features), dtype=np.int64), record
-        rng = self._random.generator()
+        rng = self._random.generator()  # keyed first: a keying that fails spends nothing
+        # charged before any noise; a refusal leaves the last record as it was
+        self.accountant.charge(calibrated.epsilon, documents, unit=lplp_unit(calibrated.n_changes))
+        self.last_guarantee = record
         compressed = (matrix @ self._indicator).tocsr()
         step = max(1, CHUNK_ENTRIES // (self.n_features + 1))
         pieces = []

@@ -9,6 +9,7 @@ policy (PRIVACY.md 20), the accountant check *before* noise is drawn (13), guara
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -21,13 +22,7 @@ from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..errors import OOVError, PrivacyWarning, warn
-from ..guarantee import Accountant, Guarantee
-
-#: ``"unk"`` (default): an OOV token is privatized from the table's public UNK point;
-#: ``"raise"``: OOVError; ``"passthrough"``: explicit opt-in, the token is released
-#: unchanged and counted in the guarantee. There is no "drop" (it would leak the count).
-OOV_POLICIES = ("unk", "raise", "passthrough")
-
+from ..guarantee import OOV_POLICIES, Accountant, Guarantee
 
 #: Settings a subclass may assign once (in ``__init__``) but never again.
 _SET_ONCE = frozenset({"metric"})
@@ -161,8 +156,12 @@ class Mechanism(ABC):
 
     # -- what subclasses implement ---------------------------------------------------------
     @abstractmethod
-    def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Private output ids for input ids (``-1`` = UNK point), fresh noise per entry."""
+    def _sample(self, ids: np.ndarray, rng: np.random.Generator, epsilon: float) -> np.ndarray:
+        """Private output ids for input ids (``-1`` = UNK point), fresh noise per entry.
+
+        ``epsilon`` is the value the release was charged at: draw the noise at it, never at
+        ``self.epsilon``, which another thread may reassign during the release.
+        """
 
     # -- public API ------------------------------------------------------------------------
     def distribution(self, word: str | int) -> np.ndarray:
@@ -209,7 +208,7 @@ class Mechanism(ABC):
         return self._random.mode
 
     def guarantee(self, tokens_privatized: int, tokens_passed_through: int = 0) -> Guarantee:
-        """The guarantee record of a release with these counts."""
+        """The guarantee record of a release with these counts (at the current epsilon)."""
         return Guarantee(
             mechanism=self.name,
             epsilon=self.epsilon,
@@ -231,13 +230,19 @@ class Mechanism(ABC):
         self, documents: Sequence[Sequence[str]]
     ) -> tuple[list[list[str]], list[Guarantee]]:
         """Privatize several token lists in one vectorised pass; one guarantee per list."""
+        return self._privatize_batch(documents, charged=None)
+
+    def _privatize_batch(
+        self, documents: Sequence[Sequence[str]], charged: float | None
+    ) -> tuple[list[list[str]], list[Guarantee]]:
+        """:meth:`privatize_batch`; ``charged``: see :meth:`_release`."""
         if isinstance(documents, str):
             raise TypeError("privatize_batch expects a sequence of token lists, not a str")
         docs = [self._as_tokens(doc, position) for position, doc in enumerate(documents)]
         lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
         flat = [token for doc in docs for token in doc]
         ids, released = self._lookup(flat, lengths)
-        out_ids = self._release(ids[released])
+        out_ids, epsilon = self._release(ids[released], charged)
         words = self.embeddings.word_array()
         output = np.empty(len(flat), dtype=object)
         output[released] = words[out_ids]
@@ -247,8 +252,13 @@ class Mechanism(ABC):
         bounds = np.r_[0, np.cumsum(lengths)]
         doc_released = np.diff(np.r_[0, np.cumsum(released)][bounds])
         outputs = [output[bounds[i] : bounds[i + 1]].tolist() for i in range(len(docs))]
+        record = self._record(epsilon)
         guarantees = [
-            self.guarantee(int(n_released), int(n_tokens - n_released))
+            dataclasses.replace(
+                record,
+                tokens_privatized=int(n_released),
+                tokens_passed_through=int(n_tokens - n_released),
+            )
             for n_released, n_tokens in zip(doc_released, lengths, strict=True)
         ]
         self.last_guarantee = Guarantee.combine(guarantees)
@@ -256,12 +266,14 @@ class Mechanism(ABC):
 
     def check_release(self, documents: Sequence[Sequence[str]]) -> int:
         """How many tokens privatizing ``documents`` would charge, raising now the
-        OOVError ``oov="raise"`` would raise; charges and draws nothing. With
-        :meth:`Accountant.check` it lets a caller that releases one text in parts refuse
-        before any part draws noise."""
+        OOVError ``oov="raise"`` would raise (and what sampling them could raise); charges
+        and draws nothing. A caller that releases one text in parts sums it over the parts
+        and charges the total once, before any part draws noise (:meth:`_reserve`)."""
         docs = [self._as_tokens(doc, position) for position, doc in enumerate(documents)]
         lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
-        _, released = self._lookup([token for doc in docs for token in doc], lengths)
+        ids, released = self._lookup([token for doc in docs for token in doc], lengths)
+        if released.any():
+            self._prepare_release(ids[released])
         return int(released.sum())
 
     def _lookup(self, flat: list[str], lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -290,24 +302,49 @@ class Mechanism(ABC):
         if array.size and (array.min() < OOV_ID or array.max() >= len(self.embeddings)):
             raise ValueError(f"ids must lie in [-1, {len(self.embeddings)})")
         array = array.astype(np.int64)  # after the range check: uint64 cannot wrap to -1
-        out = self._release(array)
-        self.last_guarantee = self.guarantee(len(array), 0)
+        out, epsilon = self._release(array)
+        record = dataclasses.replace(self._record(epsilon), tokens_privatized=len(array))
+        # no id, no release: nothing was charged (PRIVACY.md 22), as LPLP records no document
+        self.last_guarantee = record if len(array) else dataclasses.replace(record, releases=0)
         return out
 
     # -- shared machinery --------------------------------------------------------------------
-    def _release(self, ids: np.ndarray) -> np.ndarray:
-        """Check, charge the accountant, then sample in bounded chunks."""
-        if len(ids):
-            self._prepare_release(ids)
-        self.accountant.charge(self.epsilon * len(ids), len(ids), unit=self.ledger_unit)
+    def _release(self, ids: np.ndarray, charged: float | None = None) -> tuple[np.ndarray, float]:
+        """Prepare, key the generator, charge the accountant, then sample in bounded chunks.
+
+        Returns the output ids and the epsilon of the release: ``self.epsilon`` read once,
+        so the charge, the noise and the record agree even if another thread reassigns it
+        meanwhile. ``charged``: the epsilon at which the caller already charged these ids
+        (a release in parts, see :meth:`_reserve`): they are sampled at it, not charged
+        again. No ids: nothing is charged, nor counted as a release (PRIVACY.md 22).
+        """
+        epsilon = self.epsilon if charged is None else charged
         if len(ids) == 0:
-            return np.empty(0, dtype=np.int64)
-        rng = self._random.generator()
+            return np.empty(0, dtype=np.int64), epsilon
+        self._prepare_release(ids)
+        rng = self._random.generator()  # keyed first: a keying that fails spends nothing
+        if charged is None:
+            self.accountant.charge(epsilon * len(ids), len(ids), unit=self.ledger_unit)
         chunks = [
-            self._sample(ids[start : start + self.chunk_size], rng)
+            self._sample(ids[start : start + self.chunk_size], rng, epsilon)
             for start in range(0, len(ids), self.chunk_size)
         ]
-        return np.concatenate(chunks)
+        return np.concatenate(chunks), epsilon
+
+    def _reserve(self, tokens: int) -> float:
+        """Charge ``tokens`` now, for one release made in parts (a long text): returns the
+        epsilon charged, which each part passes to :meth:`_privatize_batch` as
+        ``charged`` so that it is sampled at that epsilon without being charged again.
+        A refusal happens here, before any part draws noise."""
+        epsilon = self.epsilon
+        if tokens:
+            self._random.generator()  # keyed first, as in _release
+            self.accountant.charge(epsilon * tokens, tokens, unit=self.ledger_unit)
+        return epsilon
+
+    def _record(self, epsilon: float) -> Guarantee:
+        """:meth:`guarantee` of no token, at the ``epsilon`` of a release."""
+        return dataclasses.replace(self.guarantee(0, 0), epsilon=epsilon)
 
     def _prepare_release(self, ids: np.ndarray) -> None:
         """Raise now what sampling ``ids`` could raise, and build what it builds lazily

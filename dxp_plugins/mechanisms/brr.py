@@ -167,18 +167,18 @@ class BRR(Mechanism):
     def _prepare_release(self, ids: np.ndarray) -> None:
         self.binary_index  # noqa: B018 -- built before any charge
 
-    def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        noisy = np.bitwise_xor(self._input_codes(ids), self._flips(rng, len(ids)))
+    def _sample(self, ids: np.ndarray, rng: np.random.Generator, epsilon: float) -> np.ndarray:
+        noisy = np.bitwise_xor(self._input_codes(ids), self._flips(rng, len(ids), epsilon))
         return self.binary_index.search(noisy, rng)
 
-    def _flips(self, rng: np.random.Generator, count: int) -> np.ndarray:
+    def _flips(self, rng: np.random.Generator, count: int, epsilon: float) -> np.ndarray:
         """Packed flips of every bit of the codes for ``count`` tokens. Drawn in row blocks
         of bounded scratch (8 bytes per uniform): the uniforms come from the stream in the
         same order as one ``(count, L)`` draw, so the flips are those of one draw."""
         n_bits = self.codes.n_bits
         out = np.empty((count, -(-n_bits // 8)), dtype=np.uint8)
         for rows in row_blocks(count, 8 * n_bits):
-            flips = sample_flips(rng, rows.stop - rows.start, n_bits, self.epsilon)
+            flips = sample_flips(rng, rows.stop - rows.start, n_bits, epsilon)
             out[rows] = np.packbits(flips, axis=1)
         return out
 

@@ -108,9 +108,9 @@ class Madlib(Mechanism):
     def _prepare_release(self, ids: np.ndarray) -> None:
         self.neighbor_index  # noqa: B018 -- built (or loaded) before any charge
 
-    def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def _sample(self, ids: np.ndarray, rng: np.random.Generator, epsilon: float) -> np.ndarray:
         noisy = self._points(ids)
-        noisy += sample_noise(rng, len(ids), self.embeddings.dim, self.epsilon)
+        noisy += sample_noise(rng, len(ids), self.embeddings.dim, epsilon)
         return self.neighbor_index.search(noisy, rng)
 
     def _settings(self) -> dict[str, Any]:

@@ -468,10 +468,16 @@ class TEM(Mechanism):
     @property
     def gamma(self) -> float:
         """The truncation radius: explicit, or Theorem 4.2 from the current epsilon and beta."""
+        return self._gamma_at(self.epsilon)
+
+    def _gamma_at(self, epsilon: float) -> float:
+        """The truncation radius at ``epsilon``: explicit, or Theorem 4.2 with the current
+        beta (any radius gives ``epsilon * d``; gamma only shapes utility)."""
         if self._gamma is not None:
             return self._gamma
-        assert self.beta is not None
-        return theorem_4_2_gamma(self.epsilon, self.beta, len(self.embeddings))
+        beta = self.beta
+        assert beta is not None
+        return theorem_4_2_gamma(epsilon, beta, len(self.embeddings))
 
     @property
     def distance_metric(self) -> Metric:
@@ -525,8 +531,8 @@ class TEM(Mechanism):
         if self.oov != "unk" and np.any(ids == OOV_ID):
             self._check_unk_point()
 
-    def _sample(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        epsilon, gamma = self.epsilon, self.gamma
+    def _sample(self, ids: np.ndarray, rng: np.random.Generator, epsilon: float) -> np.ndarray:
+        gamma = self._gamma_at(epsilon)  # the charged epsilon's radius, not a reassigned one
         if self.constant_work:
             return self._sample_constant_work(ids, rng, epsilon, gamma)
         unique, inverse = np.unique(ids, return_inverse=True)

@@ -52,9 +52,9 @@ def flip_with_two_epsilon(epsilon):
     return float(expit(-2.0 * epsilon))
 
 
-def sample_ties_prefer_input(self, ids, rng):
+def sample_ties_prefer_input(self, ids, rng, epsilon):
     """Peer bug: among equally near codes, return the input word when it is one of them."""
-    flips = np.packbits(brr_module.sample_flips(rng, len(ids), self.n_bits, self.epsilon), axis=1)
+    flips = np.packbits(brr_module.sample_flips(rng, len(ids), self.n_bits, epsilon), axis=1)
     noisy = self.codes.packed[ids] ^ flips
     distances = hamming(noisy, self.codes.packed)
     nearest = distances == distances.min(axis=1, keepdims=True)

@@ -156,8 +156,8 @@ def test_black_box_audit_fails_on_mutant(monkeypatch, name, epsilon):
 def test_black_box_audit_fails_when_input_excluded(monkeypatch, epsilon):
     """Decoding that skips the input word (PRIVACY.md 2) must be caught."""
 
-    def sample_excluding_input(self, ids, rng):
-        noisy = self._points(ids) + madlib_module.sample_noise(rng, len(ids), 2, self.epsilon)
+    def sample_excluding_input(self, ids, rng, epsilon):
+        noisy = self._points(ids) + madlib_module.sample_noise(rng, len(ids), 2, epsilon)
         distances = ((noisy[:, None, :] - self.embeddings.vectors[None]) ** 2).sum(-1)
         distances[np.arange(len(ids)), ids] = np.inf
         return np.argmin(distances, axis=1)
@@ -173,9 +173,9 @@ def test_black_box_audit_fails_when_decoding_only_among_input_neighbours(monkeyp
     never output, while a outputs it often. The audit must report an epsilon violation, not
     merely a bound below the tightness floor."""
 
-    def sample_among_input_neighbours(self, ids, rng):
+    def sample_among_input_neighbours(self, ids, rng, epsilon):
         points = self._points(ids)
-        noisy = points + madlib_module.sample_noise(rng, len(ids), 2, self.epsilon)
+        noisy = points + madlib_module.sample_noise(rng, len(ids), 2, epsilon)
         vectors = self.embeddings.vectors.astype(np.float64)
         to_input = ((points[:, None, :] - vectors[None]) ** 2).sum(-1)
         allowed = np.argsort(to_input, axis=1, kind="stable")[:, :k]
