@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from pathlib import Path
 
+#: Age after which a ``.<name>.<pid>.tmp`` partial is taken as orphaned (its writer was
+#: killed): every write of the cache takes seconds, not an hour.
+STALE_PARTIAL_SECONDS = 3600.0
 
-def cache_dir(*parts: str) -> Path:
+
+def cache_path(*parts: str) -> Path:
     """``$DXP_CACHE``, else ``$XDG_CACHE_HOME/dxp_plugins``, else ``~/.cache/dxp_plugins``
-    (joined with ``parts``; created on demand)."""
+    (joined with ``parts``; not created)."""
     root = os.environ.get("DXP_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dxp_plugins"
     )
-    path = Path(root, *parts)
+    return Path(root, *parts)
+
+
+def cache_dir(*parts: str) -> Path:
+    """:func:`cache_path`, created on demand (OSError when it cannot be)."""
+    path = cache_path(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def remove_stale_partials(folder: Path, max_age: float = STALE_PARTIAL_SECONDS) -> None:
+    """Delete the ``.*.tmp`` partials in ``folder`` older than ``max_age`` seconds: what an
+    atomic write leaves behind when its process is killed. Best effort (errors ignored)."""
+    limit = time.time() - max_age
+    with contextlib.suppress(OSError):
+        for partial in folder.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                if partial.is_file() and partial.stat().st_mtime < limit:
+                    partial.unlink()

@@ -332,3 +332,122 @@ def test_a_bad_row_in_a_word2vec_file_is_not_blamed_on_the_header(tmp_path):
     with pytest.raises(ValueError) as error:
         dxp.load_embeddings("keyed-vectors.v1", path=path)
     assert "no_header" not in str(error.value)
+
+
+def test_cached_public_arrays_stay_read_only(glove_5k):
+    """The UNK point, the word array, the rank and the BRR codes are shared by every
+    mechanism over a table and covered by fingerprints: none can be changed in place
+    (``u += ...`` moved the UNK point, ``wa[:] = "LEAK"`` changed every output)."""
+    from dxp_plugins.embeddings.binary import BinaryCodes
+
+    table = EmbeddingTable(["a", "b", "c"], [[0, 0], [1, 0], [0, 1]], frequency_rank=[0, 1, 2])
+    unk, words = table.unk_vector(), table.word_array()
+    with pytest.raises(ValueError):
+        unk += 1.0
+    with pytest.raises(ValueError):
+        words[:] = "LEAK"
+    for clone in (table, pickle.loads(pickle.dumps(table))):
+        arrays = (clone.unk_vector(), clone.word_array(), clone.frequency_rank, clone.vectors)
+        for array in arrays:
+            with pytest.raises(ValueError):
+                array.setflags(write=True)
+    # tables the library builds without copying: the GloVe loader's and a subset's
+    for built in (glove_5k, glove_5k.most_frequent(100)):
+        with pytest.raises(ValueError):
+            built.vectors.setflags(write=True)
+    codes = BinaryCodes(np.eye(3, 8))
+    for clone in (codes, pickle.loads(pickle.dumps(codes)), BinaryCodes.simhash(table, 16)):
+        with pytest.raises(ValueError):
+            clone.packed.setflags(write=True)
+    assert codes.fingerprint == pickle.loads(pickle.dumps(codes)).fingerprint
+
+
+def test_the_fingerprint_does_not_depend_on_the_hosts_byte_order(glove_5k):
+    """Vectors are hashed as little-endian float32: a big-endian host (simulated by the
+    stored array's byte order) gives the same fingerprint. Pinned values: GloVe and small
+    tables keep the fingerprints earlier releases recorded."""
+    table = EmbeddingTable(
+        ["alpha", "beta", "gamma"], np.arange(6).reshape(3, 2) / 4, frequency_rank=[2, 0, 1]
+    )
+    assert table.fingerprint == "9af9b4493a372eb82efc5c0517809d02acea834fc8965a760466d824ca07e143"
+    assert (
+        glove_5k.fingerprint == "5a83776acc3fbe6a5cfeb0cc58f9d0b6a0504abe24eec04f4d57643563d81197"
+    )
+    swapped = EmbeddingTable.__new__(EmbeddingTable)
+    swapped.__dict__.update(table.__dict__, _fingerprint=None)
+    swapped._vectors = table.vectors.astype(">f4")
+    swapped._rank = table.frequency_rank.astype(">i8")
+    assert swapped.fingerprint == table.fingerprint
+
+
+def test_words_of_a_str_subclass_become_str():
+    table = EmbeddingTable(np.array(["cat", "dog"]), np.eye(2))
+    assert [type(word) for word in table.words] == [str, str]
+    assert table.fingerprint == EmbeddingTable(["cat", "dog"], np.eye(2)).fingerprint
+
+
+@pytest.mark.parametrize("bad", ["2", True, 2.0, 0, -1])
+def test_loader_vocab_size_is_checked_before_reading(tmp_path, monkeypatch, bad):
+    """It reached gensim as ``limit`` first ('<' not supported ... 'str' and 'int')."""
+    path = tmp_path / "v.txt"
+    path.write_text("the 1 0\ncat 0 1\ndog 1 1\n")
+
+    def never(*args, **kwargs):
+        raise AssertionError("read before vocab_size was checked")
+
+    monkeypatch.setattr(KeyedVectors, "load_word2vec_format", never)
+    from spacy.strings import StringStore
+    from spacy.vectors import Vectors
+
+    vectors = Vectors(strings=StringStore(["a", "b"]), shape=(2, 2))
+    vectors.add("a", vector=np.array([1, 0], dtype=np.float32))
+    vectors.add("b", vector=np.array([0, 1], dtype=np.float32))
+    calls = [
+        {"name": "keyed-vectors.v1", "path": path, "no_header": True},
+        {"name": "spacy-vectors.v1", "vectors": vectors},
+        {"name": "glove-6b-50d"},
+    ]
+    for call in calls:
+        with pytest.raises((TypeError, ValueError), match="vocab_size"):
+            dxp.load_embeddings(**call, vocab_size=bad)
+
+
+def test_vocab_size_counts_words_not_file_lines(tmp_path):
+    """A repeated word (gensim keeps its first vector and leaves an empty row) and a word
+    no text can hold took a line of gensim's ``limit``: fewer words than asked for."""
+    path = tmp_path / "dup.txt"
+    path.write_text("the 1 0\ncat 0 1\ncat 5 5\n\u200b 3 3\ndog 1 1\nfish 2 2\nbad 1\n")
+    with pytest.warns(UserWarning) as record:
+        table = dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True, vocab_size=3)
+    assert table.words == ("the", "cat", "dog")  # the row 'bad 1' past them is not read
+    np.testing.assert_array_equal(table.vectors[1], [0, 1])
+    assert len(record) == 2  # one warning per kind of dropped row, not one per read
+
+
+def test_keyless_rows_are_explained_whatever_made_them():
+    """The warning blamed a repeated word in a file also for KeyedVectors(count=...)."""
+    kv = KeyedVectors(vector_size=2, count=3)
+    kv.add_vectors(["cat", "dog"], np.eye(2, dtype=np.float32))
+    with pytest.warns(UserWarning, match="dropped 3 row.*preallocated"):
+        table = dxp.load_embeddings("keyed-vectors.v1", keyed_vectors=kv)
+    assert table.words == ("cat", "dog")
+
+
+def test_keyed_vectors_files_with_an_upper_case_suffix(tmp_path):
+    kv = KeyedVectors(vector_size=2)
+    kv.add_vectors(["cat", "dog"], np.eye(2, dtype=np.float32))
+    kv.save(str(tmp_path / "pets.KV"))
+    table = dxp.load_embeddings("keyed-vectors.v1", path=tmp_path / "pets.KV")
+    assert table.words == ("cat", "dog")
+
+
+def test_unreadable_text_files_are_named(tmp_path):
+    """gensim's raw UnicodeDecodeError and EOFError become a ValueError naming the file."""
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes(b"the 1 0\ncaf\xe9 0 1\n")
+    with pytest.raises(ValueError, match=r"latin1\.txt, line 2: not UTF-8"):
+        dxp.load_embeddings("keyed-vectors.v1", path=latin, no_header=True)
+    short = tmp_path / "short.txt"
+    short.write_text("5 2\nthe 1 0\ncat 0 1\n")
+    with pytest.raises(ValueError, match=r"short\.txt: the file ends before"):
+        dxp.load_embeddings("keyed-vectors.v1", path=short)

