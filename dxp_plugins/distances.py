@@ -176,7 +176,9 @@ class Euclidean(Metric):
         tolerance = _euclidean_tolerance(queries, table)[:, None]
         suspect = values <= tolerance  # near 0 (may even be negative)
         squared = radius * radius
-        if math.isfinite(radius) and float(values.max()) > squared - float(tolerance.min()):
+        # The band is skipped only when no entry can be in any query's band: the test uses
+        # the largest tolerance, so one query's membership never depends on the others.
+        if math.isfinite(radius) and float(values.max()) > squared - float(tolerance.max()):
             suspect |= (values > squared - tolerance) & (values <= squared + tolerance)
         with np.errstate(invalid="ignore"):  # negative entries are suspects, recomputed
             np.sqrt(values, out=values)

@@ -11,10 +11,34 @@ A third-party package adds an entry with one line in its own metadata, e.g.::
 
     [project.entry-points.dxp_plugins_embeddings]
     "my-vectors.v1" = "my_package.loaders:load_my_vectors"
+
+Names are resolved by :func:`resolve`, never by catalogue's ``Registry.get`` (which lets
+whichever entry point comes first on ``sys.path`` win and imports every plugin to word an
+error):
+
+* a name is looked up among the local registrations (``registry.embeddings.register``) and
+  the declared entry points *without importing anything*; an unknown name is a
+  ``ValueError`` listing the available names, whatever state other plugins are in;
+* only the chosen entry is imported; a plugin that fails to import (or is not callable) is
+  a ``ValueError`` naming that plugin;
+* a name this library declares (distribution ``dxp-plugins``) always resolves to the
+  built-in: a plugin or local registration reusing it is ignored, with one warning naming
+  where the duplicate comes from;
+* a name declared by two or more other sources (two distributions, or a distribution and a
+  local registration) with different targets is refused with a ``ValueError`` naming them:
+  which one wins would depend on the order of ``sys.path``, and a silently different
+  mechanism or table changes what the guarantee means. Uninstall one, or register under
+  another name.
+
+:func:`duplicates` lists every name with more than one declaration, and :func:`describe`
+(``dxp embeddings list``) shows them.
 """
 
 from __future__ import annotations
 
+import re
+import threading
+from dataclasses import dataclass
 from typing import Any
 
 import catalogue
@@ -26,39 +50,190 @@ mechanisms = catalogue.create("dxp_plugins", "mechanisms", entry_points=True)
 groupings = catalogue.create("dxp_plugins", "groupings", entry_points=True)
 token_filters = catalogue.create("dxp_plugins", "token_filters", entry_points=True)
 
+#: The distribution whose entry points are this library's built-ins.
+BUILTIN_DISTRIBUTION = "dxp-plugins"
+#: Source shown for ``registry.<kind>.register(name)`` calls made in this process.
+LOCAL = "local registration"
+
+#: (namespace, name, sources) already warned about: a shadowed built-in warns once.
+_WARNED: set[tuple[Any, ...]] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One place a registry name comes from (nothing is imported to list it)."""
+
+    #: ``"dxp-plugins"`` for the built-ins, another distribution's name, ``LOCAL``, or
+    #: ``"unknown distribution"`` for an entry point without metadata.
+    source: str
+    #: ``module:attribute`` of an entry point; ``None`` for a local registration.
+    target: str | None
+    builtin: bool
+    entry_point: Any = None  # importlib.metadata.EntryPoint, loaded only when chosen
+    local: Any = None  # the registered object itself
+
+    def describe(self) -> str:
+        return self.source if self.target is None else f"{self.source} ({self.target})"
+
+    @property
+    def identity(self) -> tuple[Any, ...]:
+        """Two declarations with one identity are one entry (e.g. a distribution found
+        twice on ``sys.path``)."""
+        if self.target is None:
+            return (LOCAL, id(self.local))
+        return (self.source, self.target)
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _distribution(entry_point: Any) -> str | None:
+    dist = getattr(entry_point, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    return name if isinstance(name, str) else None
+
+
+def declarations(registry: catalogue.Registry) -> dict[str, list[Declaration]]:
+    """Every name of ``registry`` with where it is declared (built-ins first; no imports)."""
+    found: dict[str, list[Declaration]] = {}
+    for entry in registry._get_entry_points():
+        dist = _distribution(entry)
+        builtin = dist is not None and _normalize(dist) == BUILTIN_DISTRIBUTION
+        declaration = Declaration(
+            source=dist or "unknown distribution",
+            target=str(entry.value),
+            builtin=builtin,
+            entry_point=entry,
+        )
+        found.setdefault(str(entry.name), []).append(declaration)
+    namespace = tuple(registry.namespace)
+    for keys, value in catalogue._get_all(namespace).items():
+        if len(keys) == len(namespace) + 1:
+            found.setdefault(keys[-1], []).append(Declaration(LOCAL, None, False, local=value))
+    for name, listed in found.items():
+        unique = {d.identity: d for d in listed}  # the same entry twice is one entry
+        found[name] = sorted(unique.values(), key=lambda d: not d.builtin)  # stable
+    return found
+
 
 def names(registry: catalogue.Registry) -> list[str]:
-    """Every name a registry can resolve (local registrations and entry points), sorted."""
-    local = {key[-1] for key in catalogue._get_all(registry.namespace)}
-    advertised = {entry.name for entry in registry._get_entry_points()}
-    return sorted(local | advertised)
+    """Every name a registry declares (local registrations and entry points), sorted, each
+    once; :func:`duplicates` tells which have several declarations."""
+    return sorted(declarations(registry))
+
+
+def duplicates(registry: catalogue.Registry) -> dict[str, list[str]]:
+    """Names declared more than once -> where each declaration comes from (built-in first)."""
+    return {
+        name: [d.describe() for d in listed]
+        for name, listed in sorted(declarations(registry).items())
+        if len(listed) > 1
+    }
+
+
+def _kind(registry: catalogue.Registry) -> str:
+    return str(registry.namespace[-1]).removesuffix("s")  # "mechanisms" -> "mechanism"
+
+
+def _choose(registry: catalogue.Registry, name: str, listed: list[Declaration]) -> Declaration:
+    """The declaration ``name`` resolves to (built-in first; several others: refused)."""
+    kind = _kind(registry)
+    if listed[0].builtin:
+        ignored = [d for d in listed[1:] if not d.builtin]
+        if ignored:
+            sources = "; ".join(d.describe() for d in ignored)
+            key = (tuple(registry.namespace), name, tuple(d.identity for d in ignored))
+            with _WARNED_LOCK:
+                first = key not in _WARNED
+                _WARNED.add(key)
+            if first:
+                warn(
+                    f"{kind} name {name!r} is a built-in of {BUILTIN_DISTRIBUTION} and is also "
+                    f"declared by {sources}; using the built-in (register the plugin under "
+                    "another name to use it)",
+                    RuntimeWarning,
+                )
+        return listed[0]
+    if len(listed) > 1:
+        sources = "; ".join(d.describe() for d in listed)
+        raise ValueError(
+            f"{kind} {name!r} is declared by {len(listed)} sources: {sources}; which one "
+            "wins would depend on the install order, so none is used: uninstall one or "
+            "register it under another name"
+        )
+    return listed[0]
+
+
+class PluginLoadError(ValueError):
+    """A registry entry that failed to import or is not callable; ``reason`` is the cause."""
+
+    def __init__(self, kind: str, name: str, declaration: Declaration, reason: Exception):
+        super().__init__(
+            f"{kind} {name!r} failed to load: {declaration.describe()}: "
+            f"{type(reason).__name__}: {reason}"
+        )
+        self.reason = reason
+
+
+def _load(kind: str, name: str, declaration: Declaration) -> Any:
+    if declaration.target is None:
+        entry = declaration.local
+    elif declaration.builtin:  # this library's own module: a failure is a bug, shown as is
+        entry = declaration.entry_point.load()
+    else:
+        try:
+            entry = declaration.entry_point.load()
+        except Exception as error:  # anything the plugin's import raises
+            raise PluginLoadError(kind, name, declaration, error) from error
+    if not callable(entry):
+        what = declaration.target or "the registered object"
+        reason = TypeError(f"{what} is a {type(entry).__name__}, not a callable")
+        raise PluginLoadError(kind, name, declaration, reason)
+    return entry
 
 
 def resolve(registry: catalogue.Registry, name: str) -> Any:
-    """``registry.get(name)`` with an error that lists what is available."""
+    """The entry registered as ``name``: a ``ValueError`` listing what is available when the
+    name is unknown, naming the plugin when it fails to load, and naming the sources when
+    several non-built-in ones declare it (see the module docstring)."""
     if not isinstance(name, str):
         raise TypeError(f"registry name must be str, got {type(name).__name__}")
-    try:
-        return registry.get(name)
-    except catalogue.RegistryError:
-        available = ", ".join(names(registry)) or "none"
-        kind = registry.namespace[-1].removesuffix("s")  # "mechanisms" -> "mechanism"
-        raise ValueError(f"unknown {kind} {name!r}; available: {available}") from None
+    found = declarations(registry)
+    listed = found.get(name)
+    if not listed:
+        available = ", ".join(sorted(found)) or "none"
+        raise ValueError(f"unknown {_kind(registry)} {name!r}; available: {available}")
+    return _load(_kind(registry), name, _choose(registry, name, listed))
 
 
 def describe(registry: catalogue.Registry) -> dict[str, str]:
-    """Name -> first docstring line of every entry; a broken plugin warns instead of failing."""
+    """Name -> first docstring line of every entry; a broken plugin warns instead of failing.
+
+    A duplicate name says so in its line: which declaration is used and which are ignored,
+    or that it is refused (two non-built-in sources; nothing is imported for it).
+    """
     described: dict[str, str] = {}
-    for name in names(registry):
+    for name, listed in sorted(declarations(registry).items()):
+        if len(listed) > 1 and not listed[0].builtin:
+            sources = "; ".join(d.describe() for d in listed)
+            described[name] = f"[refused: declared by {sources}]"
+            continue
         try:
-            entry = registry.get(name)
+            entry = _load(_kind(registry), name, listed[0])
         except Exception as error:  # a third-party entry point may fail to import
+            cause = error.reason if isinstance(error, PluginLoadError) else error
             warn(
                 f"{registry.namespace[-1]} entry {name!r} failed to load: "
-                f"{type(error).__name__}: {error}",
+                f"{type(cause).__name__}: {cause}",
                 RuntimeWarning,
             )
             continue
         doc = (getattr(entry, "__doc__", None) or "").strip()
-        described[name] = doc.splitlines()[0] if doc else ""
+        line = doc.splitlines()[0] if doc else ""
+        if len(listed) > 1:
+            ignored = "; ".join(d.describe() for d in listed[1:])
+            line = f"{line} [duplicate name: also declared by {ignored}; the built-in is used]"
+        described[name] = line
     return described

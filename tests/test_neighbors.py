@@ -189,3 +189,256 @@ def test_an_unusable_cache_folder_keeps_the_graph_in_memory(glove_5k, tmp_path, 
     monkeypatch.setenv("DXP_CACHE", str(blocker / "cache"))  # cannot be created
     index = HNSWIndex(glove_5k, m=8, ef_construction=20)
     assert np.mean(index.search_raw(glove_5k.vectors[:100]) == np.arange(100)) > 0.95
+
+
+# -- review 7: float64 decoding, bounded fallback memory, one build, HNSW limits -------------
+def _direct_nearest(vectors, queries):
+    """Reference: float64 squared distances to every row, the lowest row on ties."""
+    data = np.asarray(vectors, dtype=np.float64)
+    out = []
+    for query in np.asarray(queries, dtype=np.float64):
+        distances = ((data - query) ** 2).sum(axis=1)
+        out.append(int(np.flatnonzero(distances == distances.min())[0]))
+    return np.array(out)
+
+
+def _bisector_queries(table, count, deltas, seed=0):
+    """Points just on row a's side of the bisector between a and its nearest row b."""
+    data = table.vectors.astype(np.float64)
+    rng = np.random.default_rng(seed)
+    queries = []
+    for a in rng.integers(0, len(table), count):
+        distances = ((data - data[a]) ** 2).sum(axis=1)
+        distances[a] = np.inf
+        b = int(np.argmin(distances))
+        unit = (data[a] - data[b]) / np.linalg.norm(data[a] - data[b])
+        queries += [(data[a] + data[b]) / 2 + delta * unit for delta in deltas]
+    return np.array(queries)
+
+
+def test_the_exact_index_decodes_to_the_float64_nearest_row(glove_5k):
+    """faiss scores in float32 only: (0.5 + 1e-9, 0) went to (0, 0), not (1, 0), and queries
+    just beside a bisector of GloVe went to the farther word (review 7, F6)."""
+    for words, vectors in (
+        (["a", "b"], [[0.0, 0.0], [1.0, 0.0]]),
+        (["b", "a"], [[1.0, 0.0], [0.0, 0.0]]),
+    ):
+        table = EmbeddingTable(words, vectors)
+        queries = np.array([[0.5 + 1e-9, 0.0], [0.5 - 1e-9, 0.0]])
+        np.testing.assert_array_equal(
+            get_index(table, "exact").search_raw(queries), _direct_nearest(vectors, queries)
+        )
+    queries = _bisector_queries(glove_5k, 150, [1e-7, 1e-6, 1e-5])
+    truth = _direct_nearest(glove_5k.vectors, queries)
+    np.testing.assert_array_equal(get_index(glove_5k, "exact").search_raw(queries), truth)
+    np.testing.assert_array_equal(exact_search(glove_5k.vectors, queries), truth)
+
+
+def test_the_hnsw_candidates_are_re_ranked_in_float64(tmp_path, monkeypatch):
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    table = EmbeddingTable(["a", "b", "c"], [[0.0, 0.0], [1.0, 0.0], [5.0, 5.0]])
+    queries = np.array([[0.5 + 1e-9, 0.0], [0.5 - 1e-9, 0.0]])
+    assert get_index(table, "hnsw").search_raw(queries).tolist() == [1, 0]
+
+
+def test_decoding_is_the_same_alone_and_in_a_batch(glove_5k):
+    """Only float64 values of the query and a row decide, never faiss's float32 scores,
+    which depend on how a batch is blocked."""
+    queries = np.vstack(
+        [
+            _bisector_queries(glove_5k, 40, [0.0, 1e-9, 1e-7], seed=2),
+            noisy_queries(glove_5k, 60, 1.0),
+        ]
+    )
+    index = get_index(glove_5k, "exact")
+    batch = index.search_raw(queries)
+    alone = [index.search_raw(query[None])[0] for query in queries]
+    np.testing.assert_array_equal(batch, alone)
+
+
+def test_equal_distances_to_distinct_rows_resolve_to_the_lowest_row():
+    """A query exactly on a bisector: the fixed index order of PRIVACY.md 2 (lowest row),
+    whatever the order of the rows and through every search path."""
+    for vectors in ([[2.0, 0.0], [0.0, 0.0], [9.0, 9.0]], [[0.0, 0.0], [2.0, 0.0], [9.0, 9.0]]):
+        table = EmbeddingTable(["a", "b", "c"], vectors)
+        query = np.array([[1.0, 0.0]])
+        assert get_index(table, "exact").search_raw(query).tolist() == [0]
+        assert exact_search(table.vectors, query).tolist() == [0]
+        ids = get_index(table, "exact").search(
+            np.repeat(query, 200, axis=0), np.random.default_rng()
+        )
+        assert set(ids.tolist()) == {0}
+
+
+def test_twins_never_crowd_the_nearest_row_out_of_the_candidates():
+    """Eight identical rows nearer than the float64-nearest distinct row's float32 tie: the
+    candidates are distinct vectors (one row per group), and the twins still tie uniformly."""
+    vectors = np.array([[0.0, 0.0]] + [[1.0, 0.0]] * 8 + [[3.0, 0.0]])
+    table = EmbeddingTable([f"w{i}" for i in range(10)], vectors)
+    index = get_index(table, "exact")
+    assert index.search_raw(np.array([[0.5 - 1e-9, 0.0], [0.5 + 1e-9, 0.0]])).tolist() == [0, 1]
+    ids = index.search(np.tile([[0.9, 0.0]], (16_000, 1)), np.random.default_rng())
+    counts = np.bincount(ids, minlength=10)
+    assert counts[[0, 9]].sum() == 0 and g_test(counts[1:9], np.ones(8) / 8) > 1e-6
+
+
+def test_queries_the_float32_candidates_may_miss_are_searched_exactly(monkeypatch):
+    """Rows on a circle around the query: float32 cannot order them, so the query goes to
+    the exact float64 search (and ordinary queries do not)."""
+    import dxp_plugins.neighbors as neighbors
+
+    angles = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+    table = EmbeddingTable([f"w{i}" for i in range(64)], np.c_[np.cos(angles), np.sin(angles)])
+    calls = []
+    real = neighbors.exact_search
+    monkeypatch.setattr(neighbors, "exact_search", lambda v, q: calls.append(len(q)) or real(v, q))
+    queries = np.array([[0.0, 0.0], [0.999, 0.0]])
+    found = get_index(table, "exact").search_raw(queries)
+    np.testing.assert_array_equal(found, _direct_nearest(table.vectors, queries))
+    assert calls == [1]
+
+
+def test_exact_search_agrees_across_slab_and_block_boundaries(monkeypatch):
+    import dxp_plugins.neighbors as neighbors
+
+    monkeypatch.setattr(neighbors, "EXACT_SLAB_ROWS", 7, raising=False)
+    monkeypatch.setattr(neighbors, "EXACT_QUERY_BLOCK", 3, raising=False)
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((50, 3)).astype(np.float32)
+    vectors[20] = vectors[3]  # a twin in a later slab: the lower row wins
+    queries = np.vstack([vectors[[3, 0, 49]], rng.standard_normal((8, 3)), [vectors[3] + 1e-3]])
+    np.testing.assert_array_equal(exact_search(vectors, queries), _direct_nearest(vectors, queries))
+    assert exact_search(vectors, queries[:0]).shape == (0,)
+
+
+def test_exact_search_does_not_copy_the_table_to_float64():
+    """The HNSW miss fallback converted the whole table per call (257 MB at 400k words for
+    three queries); it streams slabs now (review 7, F10)."""
+    import tracemalloc
+
+    vectors = np.random.default_rng(0).standard_normal((200_000, 50), dtype=np.float32)
+    queries = vectors[:3].astype(np.float64)
+    tracemalloc.start()
+    try:
+        found = exact_search(vectors, queries)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found.tolist() == [0, 1, 2]
+    assert peak < 8 * 2**20, f"peak {peak / 2**20:.1f} MiB (a float64 copy is 76 MiB)"
+
+
+def test_the_exact_index_refuses_rows_whose_squared_norms_overflow_float32(tmp_path, monkeypatch):
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    table = EmbeddingTable(["a", "b", "c"], [[0.0, 0.0], [1.0, 0.0], [1e20, 0.0]])
+    for method in ("exact", "hnsw"):
+        with pytest.raises(ValueError, match="rescale the vectors"):
+            get_index(table, method)
+    wide = EmbeddingTable(
+        ["a", "b", "c", "d", "e"], [[0, 0], [1, 0], [2, 0], [1e17, 0], [-1e17, 1]]
+    )
+    queries = np.array([[0.8, 0.0], [1.6, 0.0], [9e16, 0.0]])
+    np.testing.assert_array_equal(
+        get_index(wide, "exact").search_raw(queries), _direct_nearest(wide.vectors, queries)
+    )
+
+
+def test_search_refuses_non_finite_queries(glove_5k):
+    with pytest.raises(ValueError, match="finite"):
+        get_index(glove_5k).search_raw(np.full((1, glove_5k.dim), np.nan))
+
+
+def test_concurrent_first_users_build_the_index_once(glove_5k, monkeypatch):
+    """Four threads that first used a table together built the exact index twice or more."""
+    import threading
+    import time
+
+    import dxp_plugins.neighbors as neighbors
+
+    table = EmbeddingTable(glove_5k.words, glove_5k.vectors)
+    builds = []
+
+    class Slow(neighbors.NeighborIndex):
+        def __init__(self, table):
+            builds.append(1)
+            time.sleep(0.2)
+            super().__init__(table)
+
+    monkeypatch.setattr(neighbors, "NeighborIndex", Slow)
+    barrier = threading.Barrier(4)
+    results = []
+
+    def first_use():
+        barrier.wait()
+        results.append(neighbors.get_index(table, "exact"))
+
+    threads = [threading.Thread(target=first_use) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1 and len(results) == 4 and all(r is results[0] for r in results)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"m": 513}, "m must be <= 512"),
+        ({"m": 10**9}, "m must be <= 512"),
+        ({"ef_construction": 100_001}, "ef_construction must be <= 100,000"),
+        ({"ef_search": 10**12}, "ef_search must be <= 100,000"),
+        ({"m": 1}, "m must be >= 2"),
+    ],
+)
+def test_hnsw_parameters_are_capped(params, message):
+    """m=10**9 was accepted when the mechanism was made and exhausted memory at build."""
+    from dxp_plugins.neighbors import check_index_params
+
+    with pytest.raises(ValueError, match=message):
+        check_index_params("hnsw", params)
+    check_index_params("hnsw", {"m": 512, "ef_construction": 100_000, "ef_search": 100_000})
+
+
+def test_recall_counts_an_identical_twin_as_a_hit(tmp_path, monkeypatch):
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    table = EmbeddingTable(list("abcd"), [[0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [5.0, 5.0]])
+    exact = get_index(table, "exact")
+    approximate = get_index(table, "hnsw")
+    monkeypatch.setattr(approximate, "search_raw", lambda q: np.full(len(q), 2))
+    assert recall_at_1(approximate, exact, np.array([[0.9, 0.0], [0.1, 0.0]])) == 0.5
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_does_not_wait_for_a_build_lock_its_parent_held(glove_5k):
+    import os
+    import threading
+
+    from dxp_plugins.neighbors import _build_once
+
+    cache: dict = {}
+    started, release = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        release.wait(10)
+        return "parent"
+
+    builder = threading.Thread(target=_build_once, args=(cache, "k", slow))
+    builder.start()
+    started.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: the builder thread does not exist here
+        os._exit(0 if _build_once(cache, "k", lambda: "child") == "child" else 1)
+    release.set()
+    builder.join()
+    import signal
+    import time
+
+    deadline = time.monotonic() + 20
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child waited for its parent's build lock")
+    assert os.waitstatus_to_exitcode(done[1]) == 0 and cache["k"] == "parent"

@@ -152,7 +152,7 @@ def test_mechanism_plugins_set_their_metric_either_way(glove_5k):
         def _prepare(self):  # a plugin's own helper: no clash with the base class's hooks
             return np.maximum
 
-        def _sample(self, ids, rng):  # plumbing only: every word to its own row
+        def _sample(self, ids, rng, epsilon):  # plumbing only: every word to its own row
             return self._prepare()(ids, 0)
 
     for mechanism in (PerInstance(glove_5k, 1.0), KaryRandomizedResponse(glove_5k, 1.0)):
@@ -160,3 +160,153 @@ def test_mechanism_plugins_set_their_metric_either_way(glove_5k):
         assert mechanism.last_guarantee.metric == "discrete"
         with pytest.raises(AttributeError, match="metric is read-only"):
             mechanism.metric = "euclidean"
+
+
+# -- name resolution: broken plugins, duplicates (review 7, F3/F4) ---------------------------
+def _plugin(name, value, group, dist=None):
+    """An entry point as a third-party distribution ``dist`` would declare it."""
+    import types
+
+    entry = importlib.metadata.EntryPoint(name=name, value=value, group=group)
+    return entry._for(types.SimpleNamespace(name=dist)) if dist else entry
+
+
+def _install(monkeypatch, *extra, first=False):
+    installed = catalogue.AVAILABLE_ENTRY_POINTS
+    existing = [entry for group in installed.groups for entry in installed.select(group=group)]
+    ordered = [*extra, *existing] if first else [*existing, *extra]
+    monkeypatch.setattr(
+        catalogue, "AVAILABLE_ENTRY_POINTS", importlib.metadata.EntryPoints(ordered)
+    )
+    monkeypatch.setattr(registry, "_WARNED", set(), raising=False)
+
+
+def test_a_broken_plugin_does_not_turn_a_typo_into_its_import_error(monkeypatch):
+    """catalogue worded its 'not found' error from every entry point, importing all of them:
+    one broken plugin turned each typo into that plugin's ModuleNotFoundError."""
+    import sys
+
+    import numpy as np
+
+    _install(
+        monkeypatch,
+        _plugin("broken.v1", "no_such_module:load", "dxp_plugins_embeddings"),
+        _plugin("broken", "no_such_module:M", "dxp_plugins_mechanisms"),
+        _plugin(
+            "tiny-plane.v1", "tests.third_party_plugin:load_tiny_plane", "dxp_plugins_embeddings"
+        ),
+    )
+    monkeypatch.delitem(sys.modules, "tests.third_party_plugin", raising=False)
+    with pytest.raises(ValueError, match=r"unknown embedding 'glove-6b-5Od'; available: .*broken"):
+        dxp.load_embeddings("glove-6b-5Od")
+    assert "tests.third_party_plugin" not in sys.modules  # no plugin imported for a typo
+    table = dxp.EmbeddingTable(["a", "b"], np.eye(2))
+    with pytest.raises(ValueError, match="unknown mechanism 'madlb'"):
+        dxp.make_mechanism("madlb", table, epsilon=1.0)
+    with pytest.raises(ValueError, match=r"embedding 'broken.v1' failed to load: .*no_such_module"):
+        dxp.load_embeddings("broken.v1")
+    assert registry.resolve(registry.mechanisms, "madlib") is dxp.Madlib  # others unaffected
+
+
+def test_a_plugin_cannot_shadow_a_builtin_name(monkeypatch):
+    """An entry point that came first on sys.path replaced the built-in GloVe loader (and
+    Madlib) silently; the built-in wins now, with one warning naming the duplicate."""
+    from dxp_plugins.embeddings.loaders import load_glove_6b_50d
+
+    _install(
+        monkeypatch,
+        _plugin(
+            "glove-6b-50d",
+            "tests.third_party_plugin:load_tiny_plane",
+            "dxp_plugins_embeddings",
+            "evil-vectors",
+        ),
+        _plugin("madlib", "tests.third_party_plugin:load_tiny_plane", "dxp_plugins_mechanisms"),
+        first=True,
+    )
+    with pytest.warns(RuntimeWarning, match=r"'glove-6b-50d' .*evil-vectors \(tests.third_party"):
+        assert registry.resolve(registry.embeddings, "glove-6b-50d") is load_glove_6b_50d
+    with pytest.warns(RuntimeWarning, match="mechanism name 'madlib'"):
+        assert registry.resolve(registry.mechanisms, "madlib") is dxp.Madlib
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once per process, not at every use
+        assert registry.resolve(registry.embeddings, "glove-6b-50d") is load_glove_6b_50d
+
+
+def test_a_local_registration_cannot_shadow_a_builtin_name(monkeypatch):
+    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
+    monkeypatch.setattr(registry, "_WARNED", set(), raising=False)
+    registry.mechanisms.register("madlib", func=lambda *args, **kwargs: None)
+    with pytest.warns(RuntimeWarning, match="local registration"):
+        assert registry.resolve(registry.mechanisms, "madlib") is dxp.Madlib
+    assert registry.duplicates(registry.mechanisms) == {
+        "madlib": ["dxp-plugins (dxp_plugins.mechanisms.madlib:Madlib)", "local registration"]
+    }
+
+
+def test_a_name_two_plugins_declare_is_refused(monkeypatch, capsys):
+    _install(
+        monkeypatch,
+        _plugin(
+            "tiny-plane.v1",
+            "tests.third_party_plugin:load_tiny_plane",
+            "dxp_plugins_embeddings",
+            "plane-a",
+        ),
+        _plugin(
+            "tiny-plane.v1",
+            "tests.third_party_plugin:load_broken",
+            "dxp_plugins_embeddings",
+            "plane-b",
+        ),
+        _plugin(
+            "same.v1", "tests.third_party_plugin:load_tiny_plane", "dxp_plugins_embeddings", "one"
+        ),
+        _plugin(
+            "same.v1", "tests.third_party_plugin:load_tiny_plane", "dxp_plugins_embeddings", "one"
+        ),
+    )
+    with pytest.raises(
+        ValueError, match=r"'tiny-plane.v1' is declared by 2 sources: plane-a .*plane-b"
+    ):
+        dxp.load_embeddings("tiny-plane.v1")
+    assert "tiny-plane.v1" in registry.names(registry.embeddings)
+    assert list(registry.duplicates(registry.embeddings)) == ["tiny-plane.v1"]
+    assert len(dxp.load_embeddings("same.v1")) == 4  # one distribution listed twice: one entry
+    listed = registry.describe(registry.embeddings)
+    assert listed["tiny-plane.v1"].startswith("[refused: declared by plane-a")
+    assert main(["embeddings", "list"]) == 0
+    assert "[refused: declared by plane-a" in capsys.readouterr().out
+
+
+def test_listing_shows_a_shadowed_builtin(monkeypatch, capsys):
+    _install(
+        monkeypatch,
+        _plugin(
+            "glove-6b-50d",
+            "tests.third_party_plugin:load_tiny_plane",
+            "dxp_plugins_embeddings",
+            "evil-vectors",
+        ),
+        first=True,
+    )
+    listed = registry.describe(registry.embeddings)
+    assert listed["glove-6b-50d"].endswith(
+        "[duplicate name: also declared by evil-vectors (tests.third_party_plugin:load_tiny_plane);"
+        " the built-in is used]"
+    )
+    assert "Four words" not in listed["glove-6b-50d"]
+    assert main(["embeddings", "list"]) == 0
+    assert "duplicate name: also declared by evil-vectors" in capsys.readouterr().out
+
+
+def test_a_non_callable_entry_point_is_not_listed_or_used(monkeypatch):
+    """``sys:maxsize`` was listed with int's docstring ('int([x]) -> integer')."""
+    _install(monkeypatch, _plugin("weird.v1", "sys:maxsize", "dxp_plugins_embeddings"))
+    with pytest.warns(RuntimeWarning, match="'weird.v1' failed to load: .*not a callable"):
+        listed = registry.describe(registry.embeddings)
+    assert "weird.v1" not in listed
+    with pytest.raises(ValueError, match=r"embedding 'weird.v1' failed to load"):
+        dxp.load_embeddings("weird.v1")
