@@ -153,6 +153,10 @@ def _row_hashes(vectors: np.ndarray, chunk: int = 8192) -> np.ndarray:
     return hashes
 
 
+#: Queries from which faiss's flat search uses BLAS matrix products (see :func:`_faiss`).
+BLAS_THRESHOLD = 20
+
+
 @functools.cache
 def _faiss() -> Any:
     """faiss, imported on first use; forked child processes search single-threaded.
@@ -160,9 +164,16 @@ def _faiss() -> Any:
     GNU OpenMP is not fork-safe: a forked child that enters an OpenMP region its parent had
     already used waits forever for the parent's worker threads (seen with spaCy's
     ``nlp.pipe(n_process=2)``). Forked workers are parallel already, so one thread each.
+
+    Flat search uses BLAS from 20 queries on (faiss 1.8's threshold; later versions raised it
+    to 128,000 and compare one pair at a time below about 2,500 queries: 4-5x slower for
+    a batch of 2,000 tokens at 100k-400k words). Process-wide; it changes speed only, and
+    the candidates are re-ranked in float64 anyway.
     """
     import faiss
 
+    if faiss.cvar.distance_compute_blas_threshold > BLAS_THRESHOLD:
+        faiss.cvar.distance_compute_blas_threshold = BLAS_THRESHOLD
     os.register_at_fork(after_in_child=functools.partial(faiss.omp_set_num_threads, 1))
     return faiss
 
