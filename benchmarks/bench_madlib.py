@@ -30,7 +30,7 @@ from common import (
 import dxp_plugins as dxp
 from dxp_plugins.datasets import load_pang_lee
 from dxp_plugins.mechanisms.madlib import sample_noise
-from dxp_plugins.neighbors import get_index, recall_at_1
+from dxp_plugins.neighbors import BLAS_THRESHOLD, get_index, recall_at_1
 from dxp_plugins.text import tokenize
 
 
@@ -65,6 +65,8 @@ def measure(vocab: int, tokens: list[str], epsilon: float, repeats: int) -> dict
     points = table.vectors[np.maximum(ids, 0)].astype(np.float64)
     points[ids < 0] = table.unk_vector()
     queries = (points + sample_noise(rng, len(ids), table.dim, epsilon)).astype(np.float32)
+    # faiss at its best on small batches, as our search configures it (neighbors._faiss).
+    faiss.cvar.distance_compute_blas_threshold = BLAS_THRESHOLD
     bare = faiss.IndexFlatL2(table.dim)
     bare.add(table.vectors)
 

@@ -86,6 +86,10 @@ def run_bound(args: argparse.Namespace, words: list[str]) -> dict[str, Any]:
     import faiss
     import numpy as np
 
+    from dxp_plugins.neighbors import BLAS_THRESHOLD
+
+    # faiss at its best on small batches, as our search configures it (neighbors._faiss).
+    faiss.cvar.distance_compute_blas_threshold = BLAS_THRESHOLD
     vectors = np.ascontiguousarray(table.vectors, dtype=np.float32)
     index = faiss.IndexFlatL2(vectors.shape[1])
     index.add(vectors)
