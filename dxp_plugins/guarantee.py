@@ -152,24 +152,8 @@ class Guarantee:
     def merge(self, other: Guarantee) -> Guarantee:
         """The guarantee of both releases together (same mechanism settings and library
         version only; TypeError for a record of another kind)."""
-        keys = (
-            "mechanism",
-            "epsilon",
-            "metric",
-            "embeddings",
-            "vocab_size",
-            "oov_policy",
-            "rng",
-            "selection",
-            "library_version",
-        )
-        check_mergeable(self, other, keys, "guarantees")
-        return dataclasses.replace(
-            self,
-            tokens_privatized=self.tokens_privatized + other.tokens_privatized,
-            tokens_passed_through=self.tokens_passed_through + other.tokens_passed_through,
-            releases=self.releases + other.releases,
-        )
+        counts = ("tokens_privatized", "tokens_passed_through", "releases")
+        return merged(self, other, counts, "guarantees")
 
     def add_passed_through(self, count: int) -> Guarantee:
         """This guarantee with ``count`` more tokens passed through unchanged."""
@@ -263,17 +247,22 @@ def read_record(cls: Any, record: Mapping[str, Any], derived: Iterable[str]) -> 
     return loaded
 
 
-def check_mergeable(record: Any, other: Any, keys: Iterable[str], kind: str) -> None:
-    """TypeError unless ``other`` is a record of ``record``'s type; ValueError naming the
-    first of ``keys`` on which they differ (``kind`` names the records in the message)."""
+def merged(record: Any, other: Any, counts: tuple[str, ...], kind: str) -> Any:
+    """``record`` with ``other``'s ``counts`` added: TypeError unless ``other`` is a record of
+    the same type, ValueError naming the first other field on which they differ (``kind``
+    names the records in the message)."""
     if type(other) is not type(record):
         raise TypeError(
             f"cannot merge a {type(record).__name__} with a {type(other).__name__}: "
             "records of different kinds (word-level, LPLP) state different guarantees"
         )
-    for key in keys:
-        if getattr(record, key) != getattr(other, key):
+    for item in dataclasses.fields(record):
+        key = item.name
+        if key not in counts and getattr(record, key) != getattr(other, key):
             raise ValueError(f"cannot merge {kind} with different {key}")
+    return dataclasses.replace(
+        record, **{key: getattr(record, key) + getattr(other, key) for key in counts}
+    )
 
 
 class Accountant:

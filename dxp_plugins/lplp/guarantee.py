@@ -20,9 +20,9 @@ from ..guarantee import (
     RNG_MODES,
     _check_in,
     _library_version,
-    check_mergeable,
     check_record,
     counted,
+    merged,
     number,
     read_record,
 )
@@ -143,28 +143,10 @@ class LPLPGuarantee:
         releases add up; TypeError for a record of another kind). A DP histogram is
         counted once, so records of different histogram releases (different fits) are
         refused: each of those charged its own histogram."""
-        keys = (
-            "epsilon",
-            "claimed_epsilon",
-            "n_changes",
-            "n_features",
-            "n_groups",
-            "grouping",
-            "weights",
-            "histogram_epsilon",
-            "calibration",
-            "embeddings",
-            "rng",
-            "histogram_id",
-            "mechanism",
-            "library_version",
+        merged_record: LPLPGuarantee = merged(
+            self, other, ("documents", "releases"), "LPLP guarantees"
         )
-        check_mergeable(self, other, keys, "LPLP guarantees")
-        return dataclasses.replace(
-            self,
-            documents=self.documents + other.documents,
-            releases=self.releases + other.releases,
-        )
+        return merged_record
 
 
 _TEXT_FIELDS = (
