@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -173,6 +174,21 @@ def coherence(
     if texts is not None and any(isinstance(text, str) for text in texts):
         raise TypeError("texts must be token lists (e.g. text.split()), not strings")
     corpus, dictionary = to_gensim(counts, feature_names)
+    if measure == "u_mass":
+        absent = {
+            word
+            for topic in topics
+            for word in topic
+            if dictionary.dfs.get(dictionary.token2id.get(word, -1), 0) == 0
+        }
+        if absent:
+            warnings.warn(
+                f"{len(absent)} topic word(s) never occur in the reference counts: gensim "
+                "scores every u_mass pair conditioned on such a word 0, the best value, so "
+                "these topics look more coherent than they are",
+                UserWarning,
+                stacklevel=2,
+            )
     model = CoherenceModel(
         topics=[list(topic) for topic in topics],
         corpus=list(corpus),

@@ -555,3 +555,13 @@ def test_rates_whose_noise_exceeds_int64_are_refused():
     assert accountant.spent == 0
     draws = noise.sample_two_sided_geometric(np.random.default_rng(0), 10_000, noise.MIN_RATE)
     assert np.abs(draws).max() <= 2**62 and (draws != 0).mean() > 0.99
+
+
+# -- records describe only what they were told ---------------------------------------------
+def test_release_record_never_calls_given_weights_uniform():
+    counts = np.array([[5, 0, 1, 9], [0, 3, 0, 1]])
+    release = LPLPRelease([0, 0, 1, 1], epsilon=1.0, weights=counts.sum(axis=0))
+    _, record = release.release(counts)
+    assert "uniform" not in record.weights
+    assert record.grouping != "none"  # 4 features in 2 groups is a compression
+    assert "uniform" in LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(1).weights

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -578,3 +579,90 @@ def test_coherence_refuses_an_unknown_measure_and_untokenised_texts(counts, voca
         topics.coherence([vocabulary[:5]], counts, vocabulary, measure="c_nope")
     with pytest.raises(TypeError, match="token lists"):
         topics.coherence([vocabulary[:5]], counts, vocabulary, measure="c_v", texts=lee_texts)
+
+
+def small_counts() -> sp.csr_matrix:
+    return sp.csr_matrix(np.random.default_rng(0).poisson(1.0, (20, 12)))
+
+
+# -- settings changed after fit ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"accountant": dxp.Accountant(cap=1.5)},  # its cap would never have applied
+        {"epsilon": 0.1},  # released at the fitted 1.0 while get_params said 0.1
+        {"n_changes": 3},
+        {"calibration": "paper"},
+        {"weights": np.ones(12)},
+    ],
+    ids=lambda change: next(iter(change)),
+)
+def test_transform_refuses_settings_changed_since_fit(change):
+    """The fitted release holds the settings of fit: a change after it is refused (and
+    nothing charged) rather than silently ignored; fitting again applies it."""
+    transformer = LPLPTransformer(epsilon=1.0, n_groups=4).fit(small_counts())
+    ledger = transformer.release_.accountant
+    transformer.set_params(**change)
+    with pytest.raises(ValueError, match=f"{next(iter(change))} changed since fit"):
+        transformer.transform(small_counts())
+    assert ledger.spent == 0
+    transformer.fit(small_counts()).transform(small_counts())
+    if "epsilon" in change:
+        assert transformer.last_guarantee_.epsilon == 0.1
+    if "accountant" in change:
+        assert change["accountant"].spent == 1.0
+
+
+def test_unchanged_settings_still_transform():
+    weights = np.arange(1.0, 13.0)
+    transformer = LPLPTransformer(epsilon=1.0, n_groups=4, weights=weights).fit(small_counts())
+    transformer.set_params(epsilon=1.0, weights=weights.copy())  # equal values
+    assert transformer.transform(small_counts()).shape == (20, 12)
+
+
+# -- u_mass and words the reference never contains -------------------------------------------
+def test_u_mass_warns_about_topic_words_absent_from_the_reference():
+    """gensim scores a u_mass pair conditioned on a word of document frequency 0 as 0 (its
+    best value): ["d", "a", "b"] scored -0.23, above the real topic ["a", "b", "c"] (-0.69)."""
+    names = ["a", "b", "c", "d"]
+    reference = sp.csr_matrix(np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        topics.coherence([["a", "b", "c"]], reference, names)  # no absent word: no warning
+    with pytest.warns(UserWarning, match="never occur"):
+        topics.coherence([["d", "a", "b"]], reference, names)
+
+
+# -- exclusivity normalises each topic -------------------------------------------------------
+def test_exclusivity_uses_p_w_given_k():
+    """Catches shares of the raw topic-word weights (LDA's components_ are
+    unnormalised pseudo-counts). Rows (4, 4, 0) and (1, 0, 2): p(w|k) = (.5, .5, 0) and
+    (1/3, 0, 2/3); top word of topic 0 is word 0 with share .5 / (.5 + 1/3) = .6, of topic 1
+    word 2 with share 1: mean .8 (raw weights give .9)."""
+    assert topics.exclusivity(np.array([[4.0, 4.0, 0.0], [1.0, 0.0, 2.0]]), n=1) == pytest.approx(
+        0.8
+    )
+
+
+# -- lsa_accuracy trains on train and scores on test -----------------------------------------
+def test_lsa_accuracy_trains_on_train_and_scores_on_test():
+    """Catches fitting on the test split and scoring the train split."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import Normalizer
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1], 60)
+    means = np.where(labels[:, None] == 0, [3, 3, 0, 0, 1, 1], [0, 0, 3, 3, 1, 1])
+    train = sp.csr_matrix(rng.poisson(means))
+    test = sp.csr_matrix(rng.poisson(means))
+    test_labels = 1 - labels  # the test labels are swapped: a model fitted on train scores ~0
+    accuracy = topics.lsa_accuracy(train, labels, test, test_labels, n_components=3)
+    model = make_pipeline(
+        TfidfTransformer(),
+        TruncatedSVD(3, random_state=0),
+        Normalizer(),
+        LogisticRegression(max_iter=1000),
+    ).fit(train, labels)
+    assert accuracy == pytest.approx(model.score(test, test_labels))
+    assert accuracy < 0.2

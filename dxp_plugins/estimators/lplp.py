@@ -241,7 +241,26 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.weights_ = weights
         self.histogram_ = histogram.get("counts")
         self.calibration_ = calibrated
+        self._fitted_params = self.get_params(deep=False)
         return self
+
+    def _check_params_unchanged(self) -> None:
+        """ValueError when a setting was changed (``set_params``) after ``fit``: the fitted
+        release would otherwise draw and charge with the old settings (an accountant set
+        after fit was never charged; a smaller epsilon was silently not applied)."""
+        fitted = getattr(self, "_fitted_params", None)
+        if fitted is None:  # fitted by an older version: nothing to compare
+            return
+        changed = [
+            name
+            for name, value in self.get_params(deep=False).items()
+            if not _same_param(value, fitted[name])
+        ]
+        if changed:
+            raise ValueError(
+                f"{', '.join(changed)} changed since fit: call fit again before transform "
+                "(the fitted release still uses the old settings)"
+            )
 
     # -- releasing --------------------------------------------------------------------------
     def transform(self, X: Any) -> sp.csr_matrix | sp.csr_array | np.ndarray:
@@ -249,6 +268,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         ``csr_array`` for a sparse array, an array for dense input, as scikit-learn's
         transformers keep the container); fresh noise per call."""
         check_is_fitted(self, "release_")
+        self._check_params_unchanged()
         X = _validate_counts(self, X, reset=False)
         private, _ = self.release_.release(X)
         if isinstance(X, sp.sparray):
@@ -280,6 +300,20 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         if input_features is not None and list(input_features) != list(words):
             raise ValueError("input_features differ from the vocabulary")
         return words
+
+
+def _same_param(value: Any, fitted: Any) -> bool:
+    """The same setting: the same object, or equal numbers/strings/arrays/containers."""
+    if value is fitted:
+        return True
+    if isinstance(value, np.ndarray) or isinstance(fitted, np.ndarray):
+        return bool(np.array_equal(np.asarray(value), np.asarray(fitted)))
+    if isinstance(value, (numbers.Number, str, list, tuple, dict)) and type(value) is type(fitted):
+        try:
+            return bool(value == fitted)
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 def _words_in_column_order(vocabulary: Any) -> tuple[Any, ...]:

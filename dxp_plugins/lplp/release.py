@@ -47,7 +47,10 @@ class LPLPRelease:
         ``"sound"`` (default) or ``"paper"`` (the paper's per-entry ``epsilon' = M
         epsilon / K``, reported with its TRUE epsilon ``M epsilon / K``).
     grouping, weights_source, histogram_epsilon, embeddings:
-        Public descriptions recorded in the guarantee.
+        Public descriptions recorded in the guarantee. Without ``grouping`` the record says
+        ``"none"`` for K = M and "given by the caller" otherwise; without
+        ``weights_source``, "uniform (public)" when ``weights`` is None and "given by the
+        caller (not described)" otherwise: the record never names weights it was not told.
     random_state:
         None (secure), an int seed (warns), or a :class:`RandomSource` to share.
     accountant:
@@ -62,8 +65,8 @@ class LPLPRelease:
         n_changes: int = 1,
         weights: Any = None,
         calibration: str = "sound",
-        grouping: str = "none",
-        weights_source: str = "uniform",
+        grouping: str | None = None,
+        weights_source: str | None = None,
         histogram_epsilon: float | None = None,
         embeddings: str = "",
         random_state: int | RandomSource | None = None,
@@ -78,9 +81,15 @@ class LPLPRelease:
         self.n_changes = check_int(n_changes, "n_changes", minimum=1)
         self.calibration = check_choice(calibration, "calibration", CALIBRATIONS)
         self.noise_calibration()  # refuse noise beyond int64 now, not at the first release
-        if weights is None:
-            weights = np.ones(self.n_features)
-        self.plan = DecompressionPlan.build(self.groups, self.n_groups, weights)
+        self.plan = DecompressionPlan.build(
+            self.groups, self.n_groups, np.ones(self.n_features) if weights is None else weights
+        )
+        if grouping is None:
+            grouping = "none" if self.n_groups == self.n_features else "given by the caller"
+        if weights_source is None:
+            weights_source = (
+                "uniform (public)" if weights is None else "given by the caller (not described)"
+            )
         self.grouping = grouping
         self.weights_source = weights_source
         self.histogram_epsilon = (

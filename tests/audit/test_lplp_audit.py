@@ -17,6 +17,7 @@ from dxp_plugins.estimators.lplp import LPLPTransformer
 from dxp_plugins.lplp import calibration as calibration_module
 from dxp_plugins.lplp import noise
 from dxp_plugins.lplp.compression import check_counts
+from dxp_plugins.lplp.histogram import dp_histogram
 from dxp_plugins.lplp.release import LPLPRelease
 
 pytestmark = pytest.mark.statistical
@@ -27,14 +28,19 @@ DRAWS = 200_000
 
 
 # -- T1: the sampler against its exact pmf ----------------------------------------------------
-def pmf_pvalue(sampler, rate: float, draws: int = 300_000) -> float:
-    values = sampler(np.random.default_rng(), draws, rate)
-    support = np.arange(-60, 61)
-    inside = np.bincount(values[np.abs(values) <= 60] + 60, minlength=len(support))
-    observed = np.r_[(values < -60).sum(), inside, (values > 60).sum()]
+def noise_pvalue(values: np.ndarray, rate: float, reach: int = 60) -> float:
+    """G-test of integer noise against the two-sided geometric law of ``rate`` (the tails
+    beyond +-reach pooled)."""
+    support = np.arange(-reach, reach + 1)
+    inside = np.bincount(values[np.abs(values) <= reach] + reach, minlength=len(support))
+    observed = np.r_[(values < -reach).sum(), inside, (values > reach).sum()]
     probabilities = noise.two_sided_geometric_pmf(support, rate)
     tail = (1.0 - probabilities.sum()) / 2
     return g_test(observed, np.r_[tail, probabilities, tail])
+
+
+def pmf_pvalue(sampler, rate: float, draws: int = 300_000) -> float:
+    return noise_pvalue(sampler(np.random.default_rng(), draws, rate), rate)
 
 
 @pytest.mark.parametrize("rate", [0.5, 2.0, 5.0])  # dense, sparse (P(Z!=0)=0.24), very sparse
@@ -70,6 +76,29 @@ def test_sparse_branch_is_exercised():
 )
 def test_geometric_pmf_rejects_mutant(mutant):
     assert pmf_pvalue(mutant, 0.5) < P_FAIL
+
+
+# -- T1: the DP histogram's noise has rate histogram_epsilon / N -----------------------------
+def test_dp_histogram_noise_has_rate_epsilon_over_n():
+    """Catches histogram noise at rate epsilon (N ignored: N times less noise than
+    (N, epsilon) needs), which no other test did. Totals of 1000 per feature keep the clamp
+    at zero out of reach."""
+    counts = sp.csr_matrix(np.full((1, 100_000), 1000, dtype=np.int64))
+    drawn = dp_histogram(counts, 1.0, 10, np.random.default_rng()) - 1000
+    assert noise_pvalue(drawn, 0.1, reach=150) > P_FAIL
+
+
+def test_the_transformer_passes_n_to_the_dp_histogram():
+    """Catches ``fit`` releasing the histogram with n_changes=1 whatever N is."""
+    counts = sp.csr_matrix(np.full((1, 60_000), 1000, dtype=np.int64))
+    transformer = LPLPTransformer(
+        epsilon=1.0,
+        n_changes=10,
+        n_groups=2,
+        weights="dp-histogram",
+        histogram_epsilon=1.0,
+    ).fit(counts)
+    assert noise_pvalue(transformer.histogram_ - 1000, 0.1, reach=150) > P_FAIL
 
 
 # -- T2: exact output law of small releases ---------------------------------------------------
