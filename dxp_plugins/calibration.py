@@ -228,7 +228,7 @@ class PlausibleDeniability:
         return float(n_w.max()), float(s_w.min())
 
     def meets(
-        self, max_n_w: float | None, min_s_w: float | None, conservative: bool = True
+        self, max_n_w: float | None = None, min_s_w: float | None = None, conservative: bool = True
     ) -> bool:
         """Whether the worst case over the words meets the target."""
         worst_n, worst_s = self.worst_case(conservative)
@@ -686,8 +686,14 @@ def choose_epsilon(
     done: dict[float, PlausibleDeniability] = {}
 
     def evaluate(epsilon: float) -> bool:
+        mech = build(epsilon)
+        if not math.isclose(float(mech.epsilon), epsilon, rel_tol=1e-12):
+            raise ValueError(
+                f"the factory built a mechanism with epsilon={mech.epsilon:g} when asked for "
+                f"{epsilon:g}: it must use its argument"
+            )
         result = plausible_deniability(
-            build(epsilon),
+            mech,
             words,
             n_samples,
             eta,
@@ -696,6 +702,19 @@ def choose_epsilon(
             progress=progress,
         )
         done[epsilon] = result
+        if result.method == "monte_carlo" and min_s_w is not None and n_samples is not None:
+            judged = "s_w_low" if conservative else "s_w"
+            reach = (
+                _fewest_successes(n_samples, 1.0 - eta, (1.0 - confidence) / 2.0, upper=True)
+                if conservative
+                else math.ceil((1.0 - eta) * n_samples - 1e-9)
+            )
+            if reach is not None and min_s_w > reach:
+                raise ValueError(
+                    f"min_s_w={min_s_w:g} cannot be met by Monte Carlo with n_samples="
+                    f"{n_samples}: {judged} is at most {reach} (it never exceeds the outputs "
+                    f"seen); raise n_samples well above min_s_w"
+                )
         return result.meets(max_n_w, min_s_w, conservative)
 
     passing: float | None = None
@@ -840,7 +859,10 @@ class _VectorSpace(_Space):
         return distances[np.arange(len(ids)), far], far
 
     def center_distances(self) -> np.ndarray:
-        return self.distance.exact_to_table(self.table.unk_vector(), self.table)
+        centre = self.table.unk_vector()
+        if self.metric == "angular" and not np.linalg.norm(centre) > 0:
+            centre = self.table.vectors[0].astype(np.float64)  # any point with a direction
+        return self.distance.exact_to_table(centre, self.table)
 
 
 class _CodeSpace(_Space):
@@ -885,6 +907,8 @@ def _resolve_space(space: Any, metric: Any) -> _Space:
     from .mechanisms.base import Mechanism
 
     if isinstance(space, BinaryCodes):
+        if metric is not None and metric != "hamming":
+            raise ValueError("binary codes are compared in Hamming distance; do not pass metric=")
         return _CodeSpace(space)
     if isinstance(space, EmbeddingTable):
         return _VectorSpace(space, get_metric("euclidean" if metric is None else metric))
@@ -948,7 +972,10 @@ def _z(confidence: float) -> float:
 def _maximum(space: _Space, max_work: int) -> tuple[float, float, bool]:
     """Exact diameter via ``d(i, j) <= d(i, c) + max_k d(c, k)``, within a work budget."""
     radius = space.center_distances()
-    upper_each = np.minimum(radius + radius.max(), space.diameter_bound)
+    if not np.all(np.isfinite(radius)):
+        raise ValueError("the centre of the P_d^max search has no finite distances")
+    # d(i, j) <= r_i + r_j <= 2 max(r_i, r_j): the pair is found from its larger-radius row.
+    upper_each = np.minimum(2.0 * radius, space.diameter_bound)
     best = 0.0
     start = int(np.argmax(radius))
     for _ in range(3):  # double sweeps: a good lower bound, cheaply

@@ -151,3 +151,99 @@ def test_privacy_ratio_needs_two_words_in_each_space(glove_2k):
     for a, b in ((one, glove_2k), (glove_2k, one)):
         with pytest.raises(ValueError, match="at least 2 words"):
             calibration.privacy_ratio(a, b)
+
+
+# -- P_d^max search, metrics of codes, intervals (review 8) ----------------------------------
+def test_angular_maximum_bracket_is_a_bound_when_the_centroid_is_zero():
+    """Integer rows summing to zero: the angular distance to the centroid is NaN, the
+    pruning bound NaN, and max(best, nan) returned best as the 'upper' end (2.514 < 2.929)."""
+    rng = np.random.default_rng(0)
+    rows = rng.integers(-9, 10, size=(40, 5)).astype(float)
+    rows = np.r_[rows, -rows.sum(axis=0, keepdims=True)]
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(len(rows))], rows)
+    assert np.linalg.norm(table.unk_vector()) == 0.0
+    true_max = np.arccos(np.clip(1 - pdist(rows, "cosine"), -1, 1)).max()
+    summary = calibration.distance_summary(table, metric="angular", max_work=0, random_state=0)
+    assert summary.maximum <= true_max + 1e-12 <= summary.maximum_upper + 2e-12
+    exact = calibration.distance_summary(table, metric="angular")
+    assert exact.maximum_exact and exact.maximum == pytest.approx(true_max, rel=1e-12)
+
+
+def test_maximum_search_prunes_with_twice_the_radius(glove_5k):
+    """d(i, j) <= 2 max(r_i, r_j): on 5k GloVe words 2 rows need scanning against 1,011
+    with r_i + max r (on all 400k: 58 against 4,693, so the default budget returned a
+    bracket [21.10, 23.00] instead of the exact 21.10)."""
+    summary = calibration.distance_summary(
+        glove_5k, n_pairs=100, max_work=256 * len(glove_5k), random_state=0
+    )
+    assert summary.maximum_exact
+    assert summary.maximum == pytest.approx(pdist(glove_5k.vectors.astype(np.float64)).max())
+
+
+def test_binary_codes_refuse_another_metric():
+    codes = BinaryCodes(np.random.default_rng(0).random((50, 16)) < 0.5)
+    with pytest.raises(ValueError, match="metric"):
+        calibration.distance_summary(codes, metric="euclidean")
+    with pytest.raises(ValueError, match="metric"):
+        calibration.privacy_ratio(codes, codes, metric_a="manhattan")
+
+
+def _pairs(size: int, n_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    i, j, exact = calibration._sample_pairs(size, n_pairs, np.random.default_rng(seed))
+    assert not exact
+    return i, j
+
+
+def test_average_interval_is_the_normal_interval_of_the_sampled_pairs(glove_5k):
+    """The normal interval of the mean: standard error, not standard deviation."""
+    table = glove_5k.most_frequent(2000)
+    summary = calibration.distance_summary(table, n_pairs=5000, random_state=3)
+    i, j = _pairs(len(table), 5000, 3)
+    vectors = table.vectors.astype(np.float64)
+    d = np.linalg.norm(vectors[i] - vectors[j], axis=1)
+    half = calibration._z(0.99) * d.std(ddof=1) / math.sqrt(len(d))
+    assert summary.average == pytest.approx(d.mean(), rel=1e-9)
+    np.testing.assert_allclose(summary.average_interval, (d.mean() - half, d.mean() + half))
+
+
+def test_paired_ratio_interval_is_the_delta_method_with_covariance(glove_5k):
+    """The delta method with the pairs' covariance (its sign, its presence and the width
+    are each checked). The same pairs serve both spaces; Euclidean and Hamming distances on them are
+    strongly correlated (0.84 on 2k words), so the covariance term matters."""
+    table = glove_5k.most_frequent(2000)
+    madlib, brr = dxp.Madlib(table, 10.0), dxp.BRR(table, 1.0)
+    ratio = calibration.privacy_ratio(madlib, brr, n_pairs=5000, random_state=4, max_work=0)
+    i, j = _pairs(len(table), 5000, 4)
+    a = calibration._space(madlib, None).pairs(i, j)
+    b = calibration._space(brr, None).pairs(i, j)
+    r = a.mean() / b.mean()
+    n = len(a)
+    variance = (
+        a.var(ddof=1) / a.mean() ** 2
+        + b.var(ddof=1) / b.mean() ** 2
+        - 2 * np.cov(a, b)[0, 1] / (a.mean() * b.mean())
+    ) / n
+    half = calibration._z(0.99) * r * math.sqrt(variance)
+    assert ratio.paired and ratio.average == pytest.approx(r, rel=1e-12)
+    np.testing.assert_allclose(ratio.average_interval, (r - half, r + half), rtol=1e-9)
+    unpaired_half = (
+        calibration._z(0.99)
+        * r
+        * math.sqrt((a.var(ddof=1) / a.mean() ** 2 + b.var(ddof=1) / b.mean() ** 2) / n)
+    )
+    assert half < 0.7 * unpaired_half  # pairing is what makes the interval narrow
+
+
+def test_ratio_maximum_interval_brackets_the_true_ratio_under_a_budget(glove_5k):
+    """Under a work budget the P_d^max ratio is an interval holding the true ratio."""
+    table = glove_5k.most_frequent(2000)
+    madlib, brr = dxp.Madlib(table, 10.0), dxp.BRR(table, 1.0)
+    ratio = calibration.privacy_ratio(madlib, brr, n_pairs=1000, max_work=0, random_state=1)
+    assert not (ratio.a.maximum_exact and ratio.b.maximum_exact)
+    true_a = pdist(table.vectors.astype(np.float64)).max()
+    bits = brr.codes.bits()
+    true_b = pdist(bits, "hamming").max() * bits.shape[1]
+    low, high = ratio.maximum_interval
+    assert low <= true_a / true_b <= high
+    assert low == pytest.approx(ratio.a.maximum / ratio.b.maximum_upper)
+    assert high == pytest.approx(ratio.a.maximum_upper / ratio.b.maximum)

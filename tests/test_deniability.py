@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import dxp_plugins as dxp
+from dxp_plugins import calibration
 from dxp_plugins.calibration import (
     _sampled_support,
     choose_epsilon,
@@ -526,12 +527,17 @@ def test_choose_epsilon_meets_its_target_on_the_true_laws(glove_5k, max_n_w, min
 
 def test_a_non_monotone_search_keeps_its_bracket_ordered_and_warns(glove_5k):
     """With stop_at_failure=False a pass above the first failure must not become the
-    answer (the bracket would invert), and the non-monotone verdicts must be reported."""
-    table = glove_5k.most_frequent(500)
+    answer (the bracket would invert), and the non-monotone verdicts must be reported. The
+    factory honours epsilon and changes the geometry instead: a shrunken table (every word
+    close: N_w tiny) or a stretched one."""
+    base = glove_5k.most_frequent(500)
+    vectors = base.vectors.astype(np.float64)
+    shrunk = dxp.EmbeddingTable(base.words, vectors * 1e-3)
+    stretched = dxp.EmbeddingTable(base.words, vectors * 1e3)
 
     def build(epsilon: float) -> dxp.TEM:  # passes below 1.5 and in [3, 6): not monotone
         low = epsilon < 1.5 or 3.0 <= epsilon < 6.0
-        return dxp.TEM(table, 0.5 if low else 80.0)
+        return dxp.TEM(shrunk if low else stretched, epsilon)
 
     with pytest.warns(RuntimeWarning, match="not monotone"):
         choice = choose_epsilon(
@@ -546,6 +552,73 @@ def test_a_non_monotone_search_keeps_its_bracket_ordered_and_warns(glove_5k):
     low, high = choice.bracket
     assert choice.epsilon == low and low is not None and high is not None
     assert 1.0 <= low < high <= 2.0 and not choice.monotone
+    assert [r.epsilon for r in choice.evaluations] == sorted(r.epsilon for r in choice.evaluations)
+
+
+def test_choose_epsilon_refuses_a_factory_that_ignores_its_epsilon(glove_5k):
+    """``lambda e: dxp.TEM(table, 2.0)`` made every evaluation the same mechanism: the
+    answer was the largest grid value (64), where N_w('music') is 0.999."""
+    table = glove_5k.most_frequent(2000)
+    with pytest.raises(ValueError, match="epsilon"):
+        choose_epsilon(
+            lambda epsilon: dxp.TEM(table, 2.0),
+            ["music", "city"],
+            max_n_w=0.5,
+            min_s_w=None,
+            epsilons=[1.0, 2.0, 64.0],
+        )
+
+
+def test_choose_epsilon_refuses_a_monte_carlo_s_w_target_above_the_draws(glove_5k):
+    """s_w_low never exceeds the outputs seen: with 200 draws it is at most 184 (eta 0.05),
+    so min_s_w=500 failed at every epsilon (silently) although TEM's exact S_w is ~4,700 at 0.25."""
+    with pytest.raises(ValueError, match="n_samples"):
+        choose_epsilon(
+            "tem",
+            ["music", "city"],
+            embeddings=glove_5k,
+            params={"random_state": 0},
+            max_n_w=None,
+            min_s_w=500,
+            epsilons=[0.25, 0.5],
+            n_samples=200,
+            method="monte_carlo",
+        )
+
+
+def test_meets_takes_one_target_by_keyword(glove_5k):
+    result = plausible_deniability(dxp.TEM(glove_5k, 3.0), ["music", "city"])
+    assert result.meets(max_n_w=1.0) and result.meets(min_s_w=1)
+    assert result.meets(0.99) == result.meets(0.99, None)
+
+
+def test_summary_reports_the_bounds_and_worst_words(glove_5k):
+    """The bounds the CLI prints as judged (not the point estimates), H_0, the share above
+    one half and the worst words."""
+    mech = dxp.Madlib(glove_5k, 8.0, random_state=1)
+    result = plausible_deniability(mech, ["music", "hockey", "city", "the"], 200)
+    summary = result.summary()
+    assert np.any(result.n_w_high > result.n_w) and np.any(result.s_w_low < result.s_w)
+    assert summary["max_n_w_upper"] == pytest.approx(float(result.n_w_high.max()))
+    assert summary["min_s_w_lower"] == int(result.s_w_low.min())
+    assert summary["mean_h_0"] == pytest.approx(float(np.mean(np.log(result.s_w))))
+    assert summary["share_n_w_above_half"] == pytest.approx(float(np.mean(result.n_w > 0.5)))
+    assert summary["min_s_w_word"] == result.words[int(np.argmin(result.s_w))]
+    assert summary["max_n_w_word"] == result.words[int(np.argmax(result.n_w))]
+
+
+def test_plausible_deniability_gives_its_confidence_to_the_s_w_bounds(glove_5k, monkeypatch):
+    """S_w bounds at the same level as N_w's (one-sided alpha = (1 - confidence) / 2)."""
+    seen = []
+    original = calibration._support_bounds
+
+    def spy(draws, eta, alpha, vocab_size):
+        seen.append(alpha)
+        return original(draws, eta, alpha, vocab_size)
+
+    monkeypatch.setattr(calibration, "_support_bounds", spy)
+    plausible_deniability(dxp.Madlib(glove_5k, 6.0, random_state=0), [0], 50, confidence=0.9)
+    assert seen == [pytest.approx(0.05)]
 
 
 def test_exact_n_w_is_the_probability_of_the_input_itself():
