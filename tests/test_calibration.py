@@ -10,6 +10,8 @@ from scipy.spatial.distance import cdist, pdist
 
 import dxp_plugins as dxp
 from dxp_plugins import calibration
+from dxp_plugins.calibration.pairwise import _sample_pairs, _z
+from dxp_plugins.calibration.spaces import _space
 from dxp_plugins.distances import get_metric
 from dxp_plugins.embeddings.binary import BinaryCodes, hamming
 from tests.fixtures import one_faiss_thread  # noqa: F401
@@ -189,7 +191,7 @@ def test_binary_codes_refuse_another_metric():
 
 
 def _pairs(size: int, n_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    i, j, exact = calibration._sample_pairs(size, n_pairs, np.random.default_rng(seed))
+    i, j, exact = _sample_pairs(size, n_pairs, np.random.default_rng(seed))
     assert not exact
     return i, j
 
@@ -201,7 +203,7 @@ def test_average_interval_is_the_normal_interval_of_the_sampled_pairs(glove_5k):
     i, j = _pairs(len(table), 5000, 3)
     vectors = table.vectors.astype(np.float64)
     d = np.linalg.norm(vectors[i] - vectors[j], axis=1)
-    half = calibration._z(0.99) * d.std(ddof=1) / math.sqrt(len(d))
+    half = _z(0.99) * d.std(ddof=1) / math.sqrt(len(d))
     assert summary.average == pytest.approx(d.mean(), rel=1e-9)
     np.testing.assert_allclose(summary.average_interval, (d.mean() - half, d.mean() + half))
 
@@ -214,8 +216,8 @@ def test_paired_ratio_interval_is_the_delta_method_with_covariance(glove_5k):
     madlib, brr = dxp.Madlib(table, 10.0), dxp.BRR(table, 1.0)
     ratio = calibration.privacy_ratio(madlib, brr, n_pairs=5000, random_state=4, max_work=0)
     i, j = _pairs(len(table), 5000, 4)
-    a = calibration._space(madlib, None).pairs(i, j)
-    b = calibration._space(brr, None).pairs(i, j)
+    a = _space(madlib, None).pairs(i, j)
+    b = _space(brr, None).pairs(i, j)
     r = a.mean() / b.mean()
     n = len(a)
     variance = (
@@ -223,11 +225,11 @@ def test_paired_ratio_interval_is_the_delta_method_with_covariance(glove_5k):
         + b.var(ddof=1) / b.mean() ** 2
         - 2 * np.cov(a, b)[0, 1] / (a.mean() * b.mean())
     ) / n
-    half = calibration._z(0.99) * r * math.sqrt(variance)
+    half = _z(0.99) * r * math.sqrt(variance)
     assert ratio.paired and ratio.average == pytest.approx(r, rel=1e-12)
     np.testing.assert_allclose(ratio.average_interval, (r - half, r + half), rtol=1e-9)
     unpaired_half = (
-        calibration._z(0.99)
+        _z(0.99)
         * r
         * math.sqrt((a.var(ddof=1) / a.mean() ** 2 + b.var(ddof=1) / b.mean() ** 2) / n)
     )

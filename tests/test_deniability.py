@@ -12,13 +12,14 @@ import pytest
 import dxp_plugins as dxp
 from dxp_plugins import calibration
 from dxp_plugins.calibration import (
-    _sampled_support,
     choose_epsilon,
     neighbor_distances,
     plausible_deniability,
     sample_words,
     support_size,
 )
+from dxp_plugins.calibration.pairwise import _z
+from dxp_plugins.calibration.support import _sampled_support, _support_bounds
 from dxp_plugins.cli import main
 from tests.fixtures import one_faiss_thread  # noqa: F401
 
@@ -610,13 +611,13 @@ def test_summary_reports_the_bounds_and_worst_words(glove_5k):
 def test_plausible_deniability_gives_its_confidence_to_the_s_w_bounds(glove_5k, monkeypatch):
     """S_w bounds at the same level as N_w's (one-sided alpha = (1 - confidence) / 2)."""
     seen = []
-    original = calibration._support_bounds
+    original = calibration.deniability._support_bounds
 
     def spy(draws, eta, alpha, vocab_size):
         seen.append(alpha)
         return original(draws, eta, alpha, vocab_size)
 
-    monkeypatch.setattr(calibration, "_support_bounds", spy)
+    monkeypatch.setattr(calibration.deniability, "_support_bounds", spy)
     plausible_deniability(dxp.Madlib(glove_5k, 6.0, random_state=0), [0], 50, confidence=0.9)
     assert seen == [pytest.approx(0.05)]
 
@@ -677,7 +678,6 @@ def _direct_support_bounds(row: np.ndarray, eta: float, vocab: int) -> tuple[int
 
 
 def test_support_bounds_match_a_direct_count():
-    from dxp_plugins.calibration import _support_bounds
 
     rng = np.random.default_rng(5)
     draws = rng.geometric(0.3, (12, 400)) - 1  # a law with a tail
@@ -715,7 +715,6 @@ def test_monte_carlo_s_w_lower_bound_covers_the_exact_value():
 
 
 def test_two_sided_normal_quantile():
-    from dxp_plugins.calibration import _z
 
     assert _z(0.95) == pytest.approx(1.959964, rel=1e-6)
     assert _z(0.99) == pytest.approx(2.575829, rel=1e-6)

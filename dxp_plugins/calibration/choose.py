@@ -1,0 +1,248 @@
+"""Choosing epsilon (Madlib paper, Section 4.1): the largest epsilon whose worst case over a
+word sample meets a plausible-deniability target, by a grid then log-scale bisection."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._validation import check_epsilon, check_int, check_probability
+from ..embeddings.table import EmbeddingTable
+from ..errors import warn
+from .deniability import DEFAULT_ETA, plausible_deniability
+from .result import PlausibleDeniability
+from .support import _fewest_successes
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
+
+#: Default epsilon grid of :func:`choose_epsilon` (geometric, 0.25 ... 64).
+DEFAULT_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+
+
+@dataclass(frozen=True, eq=False)
+class EpsilonChoice:
+    """The result of :func:`choose_epsilon`.
+
+    ``epsilon`` is the largest evaluated epsilon that met the target below the first one
+    that failed (None when even the smallest failed; a larger epsilon that passes again, as
+    TEM's S_w can when beta is not much below eta, is not chosen); ``bracket`` is
+    ``(epsilon, smallest failing)`` (either may be None); ``evaluations`` holds every
+    evaluation, sorted by epsilon.
+    """
+
+    epsilon: float | None
+    bracket: tuple[float | None, float | None]
+    max_n_w: float | None
+    min_s_w: float | None
+    conservative: bool
+    method: str
+    evaluations: tuple[PlausibleDeniability, ...]
+    monotone: bool
+
+    @property
+    def caveat(self) -> str:
+        """What the choice does and does not establish."""
+        text = (
+            "The target was checked on the sampled words only; other words can be worse. "
+            "The search assumes N_w grows and S_w shrinks with epsilon (N_w always does for "
+            "Madlib and TEM; TEM's S_w can grow again at large epsilon when beta is not much "
+            "below eta)."
+        )
+        if self.method == "monte_carlo":
+            text += (
+                " N_w and S_w are Monte Carlo estimates"
+                + (
+                    ": each word was checked with the upper Clopper-Pearson bound of N_w and "
+                    "the lower bound of S_w, so each epsilon's worst case holds at the stated "
+                    "confidence; several epsilons were checked, each with its own chance of a "
+                    "false pass"
+                    if self.conservative
+                    else " (point estimates, no allowance for sampling error)"
+                )
+                + ". Re-check a borderline choice with a fresh word sample and more draws."
+            )
+        if not self.monotone:
+            text += " Warning: the evaluations were not monotone in epsilon."
+        if self.epsilon is not None and self.bracket[1] is None:
+            text += " Every epsilon tried met the target: widen the grid upwards."
+        return text
+
+    def table(self) -> list[dict[str, Any]]:
+        """One summary row per evaluated epsilon, with whether it met the target."""
+        rows = []
+        for result in self.evaluations:
+            row = result.summary()
+            row["meets_target"] = result.meets(self.max_n_w, self.min_s_w, self.conservative)
+            rows.append(row)
+        return rows
+
+    def __str__(self) -> str:
+        goal = []
+        if self.max_n_w is not None:
+            goal.append(f"max N_w <= {self.max_n_w:g}")
+        if self.min_s_w is not None:
+            goal.append(f"min S_w >= {self.min_s_w:g}")
+        if self.epsilon is None:
+            return f"no epsilon tried meets {' and '.join(goal)}"
+        return f"epsilon = {self.epsilon:.4g} is the largest tried meeting {' and '.join(goal)}"
+
+
+MechanismFactory = Callable[[float], "Mechanism"]
+
+
+def _factory(
+    mechanism: str | MechanismFactory,
+    embeddings: EmbeddingTable | str | None,
+    params: dict[str, Any],
+) -> MechanismFactory:
+    if callable(mechanism):
+        if embeddings is not None or params:
+            raise ValueError("embeddings= and params= apply to a registry name, not a factory")
+        return mechanism
+    if not isinstance(mechanism, str):
+        raise TypeError("mechanism must be a registry name or a callable epsilon -> Mechanism")
+    if embeddings is None:
+        raise ValueError("a mechanism given by name needs embeddings=")
+    if isinstance(embeddings, str):
+        from ..embeddings import load_embeddings
+
+        embeddings = load_embeddings(embeddings)
+    table = embeddings
+
+    def build(epsilon: float) -> Mechanism:
+        from ..guarantee import Accountant
+        from ..mechanisms import make_mechanism
+
+        # A fresh accountant: calibration draws public words and must not touch a budget.
+        return make_mechanism(mechanism, table, epsilon=epsilon, accountant=Accountant(), **params)
+
+    return build
+
+
+def choose_epsilon(
+    mechanism: str | MechanismFactory,
+    words: Sequence[str | int],
+    *,
+    embeddings: EmbeddingTable | str | None = None,
+    params: dict[str, Any] | None = None,
+    max_n_w: float | None = 0.5,
+    min_s_w: float | None = 50,
+    epsilons: Sequence[float] = DEFAULT_GRID,
+    refine: int = 4,
+    n_samples: int = 1000,
+    eta: float = DEFAULT_ETA,
+    method: str = "auto",
+    conservative: bool = True,
+    confidence: float = 0.95,
+    progress: bool | None = False,
+    stop_at_failure: bool = True,
+) -> EpsilonChoice:
+    """The largest epsilon whose worst case over ``words`` meets the target (Madlib §4.1).
+
+    ``mechanism`` is a registry name (with ``embeddings=`` and extra ``params=``; each
+    epsilon gets its own mechanism and a fresh accountant) or a callable
+    ``epsilon -> Mechanism``. The target is ``max_w N_w <= max_n_w`` and
+    ``min_w S_w >= min_s_w`` (None drops a condition). The search evaluates ``epsilons`` in
+    increasing order until one fails, then bisects the bracket ``refine`` times on a log
+    scale; it relies on N_w growing and S_w shrinking with epsilon and reports in
+    ``monotone`` whether the evaluations agreed. N_w grows for Madlib (noise scales as
+    1/epsilon around the input's convex Voronoi cell) and for TEM (the weights
+    ``exp(-min(epsilon d / 2, ln((1 - beta)(|W| - 1) / beta)))`` of other words shrink).
+    S_w shrank in every Madlib run; for TEM it shrinks only while the ball holds the mass:
+    the ⊥ branch spreads about ``beta`` uniformly over the words outside the ball, whose
+    number grows as the ball shrinks, so with ``beta`` not much below ``eta`` S_w grows
+    again at large epsilon (measured at beta = 0.1, eta = 0.05; never at beta = 1e-3).
+    ``stop_at_failure=False`` evaluates the whole grid (a full table, and a real
+    monotonicity check), then bisects between the largest passing epsilon below the first
+    failure and that failure.
+
+    With Monte Carlo (no closed form) and ``conservative=True`` each word is judged by the
+    upper confidence bound of N_w and the lower bound of S_w; see :attr:`EpsilonChoice.caveat`.
+    For reproducible results seed the mechanisms (``params={"random_state": 0}`` with a
+    registry name).
+    """
+    if max_n_w is None and min_s_w is None:
+        raise ValueError("give a target: max_n_w, min_s_w or both")
+    if max_n_w is not None:
+        max_n_w = check_probability(max_n_w, "max_n_w", open_interval=False)
+    if min_s_w is not None and (isinstance(min_s_w, bool) or not min_s_w >= 1):
+        raise ValueError("min_s_w must be a number >= 1")
+    grid = sorted({check_epsilon(value, "epsilons") for value in epsilons})
+    if not grid:
+        raise ValueError("give at least one epsilon")
+    refine = check_int(refine, "refine", minimum=0)
+    build = _factory(mechanism, embeddings, dict(params or {}))
+    done: dict[float, PlausibleDeniability] = {}
+
+    def evaluate(epsilon: float) -> bool:
+        mech = build(epsilon)
+        if not math.isclose(float(mech.epsilon), epsilon, rel_tol=1e-12):
+            raise ValueError(
+                f"the factory built a mechanism with epsilon={mech.epsilon:g} when asked for "
+                f"{epsilon:g}: it must use its argument"
+            )
+        result = plausible_deniability(
+            mech,
+            words,
+            n_samples,
+            eta,
+            method=method,
+            confidence=confidence,
+            progress=progress,
+        )
+        done[epsilon] = result
+        if result.method == "monte_carlo" and min_s_w is not None and n_samples is not None:
+            judged = "s_w_low" if conservative else "s_w"
+            reach = (
+                _fewest_successes(n_samples, 1.0 - eta, (1.0 - confidence) / 2.0, upper=True)
+                if conservative
+                else math.ceil((1.0 - eta) * n_samples - 1e-9)
+            )
+            if reach is not None and min_s_w > reach:
+                raise ValueError(
+                    f"min_s_w={min_s_w:g} cannot be met by Monte Carlo with n_samples="
+                    f"{n_samples}: {judged} is at most {reach} (it never exceeds the outputs "
+                    f"seen); raise n_samples well above min_s_w"
+                )
+        return result.meets(max_n_w, min_s_w, conservative)
+
+    passing: float | None = None
+    failing: float | None = None
+    for epsilon in grid:
+        if evaluate(epsilon):
+            if failing is None:
+                passing = epsilon
+        elif failing is None:
+            failing = epsilon
+            if stop_at_failure:
+                break
+    if passing is not None and failing is not None:
+        for _ in range(refine):
+            middle = math.sqrt(passing * failing)
+            if evaluate(middle):
+                passing = middle
+            else:
+                failing = middle
+    evaluations = tuple(done[key] for key in sorted(done))
+    verdicts = [result.meets(max_n_w, min_s_w, conservative) for result in evaluations]
+    monotone = all(a >= b for a, b in itertools.pairwise(verdicts))
+    if not monotone:
+        warn(
+            "plausible-deniability checks were not monotone in epsilon (Monte Carlo noise or "
+            "an unusual mechanism); inspect EpsilonChoice.table()",
+            RuntimeWarning,
+        )
+    return EpsilonChoice(
+        epsilon=passing,
+        bracket=(passing, failing),
+        max_n_w=max_n_w,
+        min_s_w=min_s_w,
+        conservative=conservative,
+        method=evaluations[0].method,
+        evaluations=evaluations,
+        monotone=monotone,
+    )

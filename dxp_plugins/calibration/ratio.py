@@ -1,0 +1,115 @@
+"""The privacy ratio ``R = P_dA / P_dB`` between two metrics and the epsilon it translates to
+(BRR paper, Section 5 and Appendix A)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_choice, check_epsilon, check_int, check_probability
+from ..errors import warn
+from .pairwise import DEFAULT_MAX_WORK, DistanceSummary, _sample_pairs, _summarise, _z
+from .spaces import _space
+
+
+@dataclass(frozen=True)
+class PrivacyRatio:
+    """``R = P_dA / P_dB`` for the average and the maximum (BRR §5)."""
+
+    a: DistanceSummary
+    b: DistanceSummary
+    average: float
+    average_interval: tuple[float, float]
+    maximum: float
+    maximum_interval: tuple[float, float]  # from the P_d^max brackets (a point when exact)
+    paired: bool
+
+    def equivalent_epsilon(self, epsilon_a: float, statistic: str = "average") -> float:
+        """``epsilon_B = R * epsilon_A``."""
+        return equivalent_epsilon(epsilon_a, self, statistic=statistic)
+
+
+def privacy_ratio(
+    a: Any,
+    b: Any,
+    *,
+    metric_a: Any = None,
+    metric_b: Any = None,
+    n_pairs: int = 100_000,
+    confidence: float = 0.99,
+    max_work: int = DEFAULT_MAX_WORK,
+    random_state: int | None = None,
+) -> PrivacyRatio:
+    """The privacy ratio ``R = P_dA / P_dB`` of two spaces (mechanisms, tables or codes).
+
+    When both spaces share a vocabulary (e.g. Madlib on a table and BRR on its codes) the
+    same sampled pairs serve both, and the interval of the average ratio uses the delta
+    method with their covariance; otherwise the samples are independent.
+    """
+    space_a, space_b = _space(a, metric_a), _space(b, metric_b)
+    n_pairs = check_int(n_pairs, "n_pairs", minimum=2)
+    confidence = check_probability(confidence, "confidence")
+    rng = np.random.default_rng(random_state)
+    paired = space_a.identity == space_b.identity and space_a.size == space_b.size
+    i, j, exact_a = _sample_pairs(space_a.size, n_pairs, rng)
+    if paired:
+        ib, jb, exact_b = i, j, exact_a
+    else:
+        ib, jb, exact_b = _sample_pairs(space_b.size, n_pairs, rng)
+    values_a, values_b = space_a.pairs(i, j), space_b.pairs(ib, jb)
+    z = _z(confidence)
+    sa = _summarise(space_a, values_a, bool(exact_a), z, confidence, max_work)
+    sb = _summarise(space_b, values_b, bool(exact_b), z, confidence, max_work)
+    if sb.average <= 0 or sb.maximum <= 0:
+        raise ValueError("P_dB is zero: every pair of words is at distance 0 in metric B")
+    ratio = sa.average / sb.average
+    variance = 0.0
+    if not exact_a:
+        variance += float(values_a.var(ddof=1)) / len(values_a) / sa.average**2
+    if not exact_b:
+        variance += float(values_b.var(ddof=1)) / len(values_b) / sb.average**2
+    if paired and not exact_a:
+        covariance = float(np.cov(values_a, values_b)[0, 1]) / len(values_a)
+        variance -= 2.0 * covariance / (sa.average * sb.average)
+    half = z * ratio * math.sqrt(max(variance, 0.0))
+    return PrivacyRatio(
+        a=sa,
+        b=sb,
+        average=ratio,
+        average_interval=(ratio - half, ratio + half),
+        maximum=sa.maximum / sb.maximum,
+        maximum_interval=(sa.maximum / sb.maximum_upper, sa.maximum_upper / sb.maximum),
+        paired=paired,
+    )
+
+
+def equivalent_epsilon(
+    epsilon_a: float, ratio: PrivacyRatio | float, *, statistic: str = "average"
+) -> float:
+    """The epsilon in metric B matching ``epsilon_a`` in metric A: ``R * epsilon_a``.
+
+    ``ratio`` is a :class:`PrivacyRatio` (``statistic`` "average" or "maximum" picks R) or
+    R itself.
+    """
+    epsilon_a = check_epsilon(epsilon_a, "epsilon_a")
+    check_choice(statistic, "statistic", ("average", "maximum"))
+    if isinstance(ratio, PrivacyRatio):
+        value = ratio.average if statistic == "average" else ratio.maximum
+        if statistic == "maximum" and not (ratio.a.maximum_exact and ratio.b.maximum_exact):
+            low, high = ratio.maximum_interval
+            warn(
+                "P_d^max was bracketed, not found exactly (its search ran out of budget): "
+                f"the maximum ratio lies in [{low:.4g}, {high:.4g}] and "
+                f"{ratio.maximum:.4g} is the ratio of the largest distances found",
+                RuntimeWarning,
+            )
+    elif isinstance(ratio, int | float) and not isinstance(ratio, bool):
+        value = float(ratio)
+    else:
+        raise TypeError("ratio must be a PrivacyRatio or a number")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"the privacy ratio must be a finite number > 0, got {value:g}")
+    return check_epsilon(value * epsilon_a, "equivalent epsilon")
