@@ -403,6 +403,10 @@ def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
     Punctuation on :data:`PUNCTUATION` and whitespace pass through (counted in the
     guarantee); for many texts use :func:`privatize_texts`, which batches the search.
     """
+    if not isinstance(text, str | bytes | bytearray):
+        raise TypeError(
+            f"text must be str, got {type(text).__name__} (for several texts use privatize_texts)"
+        )
     return next(privatize_texts([text], mechanism))
 
 

@@ -744,3 +744,16 @@ def test_conservative_monte_carlo_search_judges_s_w_by_its_lower_bound(glove_5k)
         assert result.method == "monte_carlo"
         np.testing.assert_array_equal(result.s_w_low, probe.s_w_low)  # same seeded draws
         assert choice.epsilon == (None if conservative else 4.0)
+
+
+def test_results_print_on_one_line(glove_5k):
+    """Typing a result in a notebook shows a summary, not every per-word array."""
+    table = glove_5k.most_frequent(500)
+    result = plausible_deniability(dxp.TEM(table, 3.0), ["music", "city"])
+    assert "\n" not in repr(result) and "array" not in repr(result)
+    assert f"max N_w={result.n_w.max():.3g}" in repr(result)
+    choice = choose_epsilon(
+        "tem", ["music", "city"], embeddings=table, max_n_w=0.5, min_s_w=None, epsilons=[1, 64]
+    )
+    assert "\n" not in repr(choice) and "array" not in repr(choice)
+    assert f"evaluations={len(choice.evaluations)}" in repr(choice)

@@ -666,3 +666,11 @@ def test_lsa_accuracy_trains_on_train_and_scores_on_test():
     ).fit(train, labels)
     assert accuracy == pytest.approx(model.score(test, test_labels))
     assert accuracy < 0.2
+
+
+@pytest.mark.parametrize(
+    "texts", ["a b c", ["a b c", "d e"], np.array(["a b c", "d e"])], ids=["str", "list", "array"]
+)
+def test_texts_instead_of_counts_say_what_goes_before(texts):
+    with pytest.raises(TypeError, match=r"not texts: put CountVectorizer\(vocabulary="):
+        LPLPTransformer(epsilon=1.0).fit(texts)

@@ -142,6 +142,8 @@ def test_batches_are_lazy_and_keep_order(glove_5k):
         privatize_texts("hockey team", mech)
     with pytest.raises(TypeError, match="privatize_text"):
         mech.privatize("hockey team")
+    with pytest.raises(TypeError, match=r"got list \(for several texts use privatize_texts\)"):
+        privatize_text(["hockey team", "a cup"], mech)
 
 
 def test_oov_error_names_the_callers_text(glove_5k):

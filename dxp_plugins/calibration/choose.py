@@ -43,6 +43,17 @@ class EpsilonChoice:
     evaluations: tuple[PlausibleDeniability, ...]
     monotone: bool
 
+    def __repr__(self) -> str:
+        """One line; each evaluation is in ``evaluations`` (and ``table()``)."""
+        bracket = tuple(None if e is None else float(f"{e:.6g}") for e in self.bracket)
+        epsilon = None if self.epsilon is None else float(f"{self.epsilon:.6g}")
+        return (
+            f"EpsilonChoice(epsilon={epsilon}, bracket={bracket}, max_n_w={self.max_n_w}, "
+            f"min_s_w={self.min_s_w}, conservative={self.conservative}, "
+            f"method={self.method!r}, evaluations={len(self.evaluations)}, "
+            f"monotone={self.monotone})"
+        )
+
     @property
     def caveat(self) -> str:
         """What the choice does and does not establish."""

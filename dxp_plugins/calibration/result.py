@@ -53,6 +53,16 @@ class PlausibleDeniability:
     distinct: np.ndarray | None = None
     settings: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """One line (the arrays are many: read them as attributes, or ``summary()``)."""
+        draws = "" if self.n_samples is None else f", n_samples={self.n_samples}"
+        return (
+            f"PlausibleDeniability(mechanism={self.mechanism!r}, epsilon={self.epsilon:g}, "
+            f"words={len(self.words)}, method={self.method!r}{draws}, eta={self.eta:g}, "
+            f"mean N_w={float(np.mean(self.n_w)):.3g}, max N_w={float(np.max(self.n_w)):.3g}, "
+            f"mean S_w={float(np.mean(self.s_w)):.4g}, min S_w={int(np.min(self.s_w))})"
+        )
+
     @property
     def h_inf(self) -> np.ndarray:
         """Renyi min-entropy proxy ``log(1 / N_w)`` in nats (inf where N_w = 0)."""

@@ -337,6 +337,11 @@ def _words_in_column_order(vocabulary: Any) -> tuple[Any, ...]:
 def _validate_counts(estimator: LPLPTransformer, X: Any, *, reset: bool) -> Any:
     """scikit-learn's ``validate_data``, with messages that never quote the counts: its
     errors print the array (``array=[0 3 0 7]``) or a value that failed to convert."""
+    if _holds_texts(X):
+        raise TypeError(
+            "LPLPTransformer takes bag-of-words counts, not texts: put "
+            "CountVectorizer(vocabulary=PUBLIC_WORDS) before it"
+        )
     try:
         # fit needs documents; a transform of none releases none (PRIVACY.md 22)
         return validate_data(
@@ -349,6 +354,17 @@ def _validate_counts(estimator: LPLPTransformer, X: Any, *, reset: bool) -> Any:
         )
     except (ValueError, TypeError) as error:
         raise type(error)(_without_data(str(error)) or "X is not a valid count matrix") from None
+
+
+def _holds_texts(X: Any) -> bool:
+    """Whether X is a text or a 1-D sequence/array of texts (a common first mistake)."""
+    if isinstance(X, str | bytes):
+        return True
+    if isinstance(X, list | tuple):
+        return bool(X) and isinstance(X[0], str | bytes)
+    if isinstance(X, np.ndarray) and X.ndim == 1 and X.size:
+        return isinstance(X.flat[0], str | bytes)
+    return False
 
 
 def _without_data(message: str) -> str:

@@ -49,8 +49,8 @@ class GroupingContext:
     def word_ids(self, needed_by: str = "this grouping") -> np.ndarray:
         """Row of each feature in the embeddings (``OOV_ID`` = -1 when absent)."""
         hints = {
-            "vocabulary=": "vocabulary= (the feature words in column order, e.g. "
-            "CountVectorizer's get_feature_names_out())",
+            "vocabulary=": "vocabulary= (the public word list in column order, the one "
+            "given to CountVectorizer(vocabulary=...))",
             "embeddings=": "embeddings= (e.g. 'glove-6b-50d')",
         }
         missing = [
