@@ -57,3 +57,22 @@ def test_to_table_agrees_with_the_direct_formula_on_ball_membership():
         for i, query in enumerate(queries):
             alone = metric.to_table(query[None], table, radius)[0]
             np.testing.assert_array_equal(alone <= radius, block[i] <= radius)
+
+
+def test_angular_angles_near_zero_and_pi_are_computed_directly():
+    """arccos of a dot product loses ~sqrt(u) near cos = +-1 (an error of ~1e-10 rad at an
+    angle of 1e-6): fast angles within ~1e-3 of 0 or pi are recomputed with
+    2 atan2(|a - b|, |a + b|), the formula of exact_to_table (and of TEM.distribution).
+    The existing diagonal check (d(x, x) == 0) passes when the dot product rounds to 1."""
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal(50)
+    near = base + rng.standard_normal((20, 50)) * 1e-5  # angles ~1e-6 to 1e-5 from base
+    vectors = np.vstack([base, near, -base, -near]).astype(np.float32)
+    table = EmbeddingTable([f"w{i}" for i in range(len(vectors))], vectors)
+    metric = get_metric("angular")
+    queries = vectors[[0, 1, 2, 21, 22]].astype(np.float64)  # near base and near -base
+    fast = metric.to_table(queries, table)  # every entry within 1e-4 of 0 or of pi
+    exact = np.array([metric.exact_to_table(query, table) for query in queries])
+    assert np.all((exact < 1e-4) | (exact > np.pi - 1e-4))
+    assert np.any((exact > 0) & (exact < 1e-4)) and np.any(exact > np.pi - 1e-4)
+    np.testing.assert_allclose(fast, exact, rtol=0, atol=1e-13)

@@ -493,3 +493,33 @@ def test_a_gamma_beyond_the_metric_diameter_warns(glove_5k):
         warnings.simplefilter("error")
         dxp.TEM(glove_5k, epsilon=2.0, metric="angular", gamma=1.0)
         dxp.TEM(glove_5k, epsilon=2.0)  # euclidean: no known diameter, no warning
+
+
+def test_word_law_ignores_what_its_buffer_held():
+    """A law built in a dirty scratch buffer (what the previous, larger law left there) must
+    not count the padding of its last block: the realized law is exact."""
+    distances = np.linspace(0.0, 3.0, 600)
+    gamma, epsilon = 2.0, 1.5
+    mask = distances <= gamma  # 400 words: blocks of 256, 112 padding slots
+    dirty = np.full(len(distances) + tem_module.LAW_BLOCK, 7.0)
+    law = tem_module.WordLaw.build(distances, mask, gamma, epsilon, out=dirty)
+    assert law.block == tem_module.LAW_BLOCK and law.ball_size % law.block  # padded
+    weights = np.exp(-epsilon * np.minimum(distances, gamma) / 2)
+    np.testing.assert_allclose(
+        law.probabilities(len(distances)), weights / weights.sum(), rtol=1e-12
+    )
+
+
+def test_copies_do_not_carry_the_law_cache():
+    """Which words are cached is private (the words privatized so far): a shallow copy
+    shared the live cache, while pickles and deep copies started empty."""
+    import copy
+
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(30)], np.arange(60.0).reshape(30, 2))
+    mech = dxp.TEM(table, epsilon=1.0, gamma=5.0)
+    mech.privatize(["w1", "w2"])
+    assert len(mech.cache) == 2
+    for duplicate in (copy.copy(mech), copy.deepcopy(mech), pickle.loads(pickle.dumps(mech))):
+        assert duplicate.cache is not mech.cache and len(duplicate.cache) == 0
+        assert duplicate.cache.max_bytes == mech.cache.max_bytes
+    assert len(mech.cache) == 2

@@ -704,6 +704,8 @@ class TEM(Mechanism):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_local"]
+        # Which words are cached is private: copies (also ``copy.copy``) start empty.
+        state["_cache"] = LawCache(self._cache.max_bytes)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

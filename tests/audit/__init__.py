@@ -8,8 +8,8 @@ Clopper-Pearson bounds at ``alpha / (2 * tests)`` with ``tests = 2 directions x 
 outputs``. These bounds are exact and conservative; the G-test and KS levels are nominal
 (asymptotic). No test makes more than 4 such checks (TEM's exact law over 4 words; TEM's
 zero/one-word-outside fixture, with 3 G-tests and 1 audit). So a test fails by chance with
-probability at most ~4e-6. The whole statistical suite makes 112 of these checks, about
-1e-4 in all (Madlib 13, TEM 64, BRR 21, LPLP 14). The |z| < 6 coincidence and tie checks
+probability at most ~4e-6. The whole statistical suite makes 122 of these checks, about
+1.2e-4 in all (Madlib 13, TEM 74, BRR 21, LPLP 14). The |z| < 6 coincidence and tie checks
 add about 2e-9 each.
 
 The "not vacuous" floors of the ``*_passes`` tests sit 10 or more standard deviations below

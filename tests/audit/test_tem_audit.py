@@ -17,6 +17,7 @@ from scipy.spatial.distance import cdist
 
 import dxp_plugins as dxp
 from dxp_plugins.audit import epsilon_lower_bound, g_test, independence_scores, output_counts
+from dxp_plugins.embeddings import OOV_ID
 from dxp_plugins.mechanisms import tem as tem_module
 from tests.fixtures import GRID_PAIRS, grid_fixture
 
@@ -259,3 +260,63 @@ def test_tokens_and_calls_draw_independent_noise(constant_work):
     independent draws do."""
     scores = independence_scores(make_tem(2.0, SMALL, constant_work), *GRID_PAIRS[0])
     assert max(map(abs, scores.values())) < 6.0, scores
+
+
+# -- T2: laws wider than one block, and the UNK point far from every word ------------------
+def multi_block_fixture() -> dxp.EmbeddingTable:
+    """700 public random points in the unit square: at epsilon 4 and gamma 0.55 the balls
+    hold 172-646 words, so laws span 1-3 blocks of LAW_BLOCK (256) words with padding."""
+    rng = np.random.default_rng(8)
+    return dxp.EmbeddingTable([f"w{i}" for i in range(700)], rng.random((700, 2)))
+
+
+@pytest.mark.parametrize("cache_mb", [tem_module.DEFAULT_CACHE_MB, 0])
+def test_exact_output_law_with_balls_larger_than_a_law_block(cache_mb):
+    """The grids of the audit hold 49 words, so every law there is one block: the second
+    level of the inverse-CDF table (which block, then which word in it) and the zero
+    padding of the last block were never compared with the exact law. With cache_mb=0 the
+    laws of one batch are built in sorted word order in one scratch buffer, so the padding
+    of a smaller ball overlies the weights of the larger ball built just before it."""
+    epsilon, gamma, draws = 4.0, 0.55, 100_000
+    table = multi_block_fixture()
+    mech = dxp.TEM(table, epsilon=epsilon, gamma=gamma, cache_mb=cache_mb)
+    words = [OOV_ID, 1, 4]  # sorted: the UNK law (644 words, 3 blocks) is built first
+    sizes = [len(mech.candidates(word)) for word in words]
+    block = tem_module.LAW_BLOCK
+    # path coverage: several blocks, a padded last block, ⊥ present, and the UNK ball larger
+    # than the next ones so that their padding lies over its weights in the scratch buffer
+    assert all(block < size < len(table) and size % block for size in sizes), sizes
+    assert sizes[0] > 2 * block > max(sizes[1:]), sizes
+    ids = np.repeat(np.array(words), draws)
+    out = mech.privatize_ids(ids)
+    vectors = table.vectors.astype(np.float64)
+    for word in words:
+        point = vectors.mean(axis=0) if word == OOV_ID else vectors[word]
+        weights = np.exp(-epsilon * np.minimum(cdist(point[None, :], vectors)[0], gamma) / 2)
+        law = weights / weights.sum()  # computed independently of the library
+        counts = np.bincount(out[ids == word], minlength=len(table))
+        assert g_test(counts, law) > P_FAIL, (word, cache_mb)
+
+
+@pytest.mark.parametrize("constant_work", [False, True])
+@pytest.mark.parametrize(
+    ("points", "gamma", "law"),
+    [
+        # UNK point (0, 0) at distance 1000 from both words; no ⊥: the law is 1/2, 1/2
+        ([[-1000.0, 0.0], [1000.0, 0.0]], 2500.0, [0.5, 0.5]),
+        # ⊥ stands for the third word (distance 6667 > gamma), whose weight is ~e^-1520
+        ([[-1000.0, 0.0], [1000.0, 0.0], [0.0, 10_000.0]], 5000.0, [0.5, 0.5, 0.0]),
+    ],
+)
+def test_unk_point_far_from_every_word_keeps_its_law(points, gamma, law, constant_work):
+    """The UNK point (the centroid) can lie far from every word. At epsilon * d / 2 > 745
+    every weight exp(-epsilon d / 2) underflows unless it is taken relative to the best
+    score; 0 is the best score of a vocabulary word only (its own distance). Built with
+    top 0, the UNK law's total is 0 and every draw falls on one fixed word."""
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(len(points))], points)
+    mech = dxp.TEM(table, epsilon=2.0, gamma=gamma, constant_work=constant_work)
+    np.testing.assert_allclose(mech.distribution(OOV_ID), law, atol=1e-12)
+    draws = 20_000
+    out = mech.privatize_ids(np.full(draws, OOV_ID))
+    assert np.all(out < 2)  # the third word weighs ~e^-1520: never drawn
+    assert stats.binomtest(int(np.sum(out == 1)), draws, 0.5).pvalue > P_FAIL
