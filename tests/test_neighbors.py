@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -442,3 +446,38 @@ def test_a_forked_child_does_not_wait_for_a_build_lock_its_parent_held(glove_5k)
         os.waitpid(pid, 0)
         pytest.fail("the forked child waited for its parent's build lock")
     assert os.waitstatus_to_exitcode(done[1]) == 0 and cache["k"] == "parent"
+
+
+_WAIT_POLICY = (
+    "import os, sys\n"
+    "if sys.argv[1] == 'faiss-first':\n"
+    "    import faiss\n"
+    "from dxp_plugins import neighbors\n"
+    "neighbors._faiss()\n"
+    "print(os.environ.get('OMP_WAIT_POLICY'))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("given", "order", "expected"),
+    [
+        (None, "dxp-first", "PASSIVE"),
+        ("ACTIVE", "dxp-first", "ACTIVE"),
+        (None, "faiss-first", "None"),
+    ],
+)
+def test_openmp_threads_sleep_when_idle_unless_told_otherwise(given, order, expected):
+    """Spinning OpenMP threads made search 2.5-5x slower beside any other busy process:
+    PASSIVE is set before faiss loads its OpenMP runtime, but never over a user's choice,
+    and never after faiss was loaded (too late to matter: it would only mislead)."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    run = subprocess.run(
+        [sys.executable, "-c", _WAIT_POLICY, order],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.strip() == expected

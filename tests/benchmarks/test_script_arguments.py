@@ -24,6 +24,8 @@ BAD_ARGUMENTS = [
     ("benchmarks/bench_madlib.py", ["--repeats", "0"], "argument --repeats"),
     ("benchmarks/bench_madlib.py", ["--words", "-5"], "argument --words"),
     ("benchmarks/bench_tem_brr.py", ["--tokens", "0"], "argument --tokens"),
+    ("benchmarks/omp_contention.py", ["--vocab", "100000,500000"], "GloVe 6B has 400,000"),
+    ("benchmarks/omp_contention.py", ["--tokens", "0"], "argument --tokens"),
     ("benchmarks/hnsw_recall.py", ["--queries", "0"], "argument --queries"),
     ("benchmarks/hnsw_recall.py", ["--ef-search", "64,0"], "ef_search values must be in"),
     ("benchmarks/hnsw_recall.py", ["--epsilons", "1,x"], "expected a number, got 'x'"),
