@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dxp_plugins as dxp
-from dxp_plugins.embeddings import OOV_ID
+from dxp_plugins.embeddings import OOV_ID, EmbeddingTable
 
 
 @pytest.fixture
@@ -205,3 +205,34 @@ def test_pickles_of_builds_with_plain_setting_attributes_still_load():
         assert mechanism.accountant.spent == pytest.approx(mechanism.epsilon)  # kept
         assert set(mechanism.privatize(["north", "west"])) <= set(mechanism.embeddings.words)
     assert mechanisms["brr"].n_bits == mechanisms["brr"].codes.n_bits == 3
+
+
+# -- found by mutation testing (review 8) -------------------------------------------------
+def test_a_release_whose_index_cannot_be_built_spends_nothing():
+    """Kills M8 (Madlib._prepare_release a no-op: the index is first built inside _sample,
+    after the charge). A table the exact index refuses (a row beyond 1e18 of the mean)
+    must fail the release before the accountant is charged (PRIVACY.md 13, base._release)."""
+    table = EmbeddingTable(["a", "b", "c"], [[0.0, 0.0], [1.0, 0.0], [1e20, 0.0]])
+    accountant = dxp.Accountant()
+    mech = dxp.Madlib(table, epsilon=1.0, accountant=accountant)
+    for release in (lambda: mech.privatize_ids([0, 1]), lambda: mech.privatize(["a"])):
+        with pytest.raises(ValueError, match="rescale the vectors"):
+            release()
+    assert (accountant.spent, accountant.releases, accountant.unit) == (0.0, 0, None)
+
+
+def test_oov_tokens_are_privatized_from_the_public_centroid():
+    """Kills B8 (the UNK point replaced by row 0's vector: OOV tokens would be privatized
+    as the word 'a', and the guarantee between an OOV token and w would be eps*d(a, w), not
+    the eps*d(UNK, w) that PRIVACY.md 20 and Madlib's docstring state).
+
+    The centroid (7.5, 0) is nearest to b (2.5 away; c and d 3.2, a 7.5): it decodes to b
+    whenever ||Z|| < (3.2016 - 2.5) / 2 = 0.35. At epsilon = 100, ||Z|| ~ Gamma(2, 0.01):
+    Pr[||Z|| > 0.35] = e^-35 * 36 = 2.3e-14 per draw, < 3e-11 over the 1,050 draws."""
+    table = EmbeddingTable(
+        ["a", "b", "c", "d"], [[0.0, 0.0], [10.0, 0.0], [10.0, 2.0], [10.0, -2.0]]
+    )
+    np.testing.assert_allclose(table.unk_vector(), [7.5, 0.0])  # the documented public point
+    mech = dxp.Madlib(table, epsilon=100.0)
+    assert set(mech.privatize_ids(np.full(1000, -1)).tolist()) == {1}
+    assert set(mech.privatize(["zq7canaryxx"] * 50)) == {"b"}

@@ -481,3 +481,77 @@ def test_openmp_threads_sleep_when_idle_unless_told_otherwise(given, order, expe
         check=True,
     )
     assert run.stdout.strip() == expected
+
+
+# -- the exact fallback: taken when needed, not otherwise (review 8) -------------------------
+def _direct_nearest(vectors, queries):
+    """Reference: float64 squared distances to every row, the lowest row on ties."""
+    data = np.asarray(vectors, dtype=np.float64)
+    out = []
+    for query in np.asarray(queries, dtype=np.float64):
+        distances = ((data - query) ** 2).sum(axis=1)
+        out.append(int(np.flatnonzero(distances == distances.min())[0]))
+    return np.array(out)
+
+
+def _count_exact_searches(monkeypatch):
+    import dxp_plugins.neighbors as neighbors
+
+    calls: list[int] = []
+    real = neighbors.exact_search
+    monkeypatch.setattr(neighbors, "exact_search", lambda v, q: calls.append(len(q)) or real(v, q))
+    return calls
+
+
+def test_queries_whose_float32_scores_differ_only_by_rounding_are_searched_exactly(monkeypatch):
+    """Kills N6 (rounding bound 0: the fallback only when the best and the k-th float32
+    scores are exactly equal). Rows around the query at radii differing by ~1e-9 (below
+    float32 resolution) get float32 scores ordered by rounding, not all equal: the float64
+    nearest row is then usually not among the 4 candidates (mutant: 0 of 20 right). The
+    bound of NeighborIndex._nearest guarantees these queries are searched exactly."""
+    rng = np.random.default_rng(0)
+    dim = 8
+    centre = np.full(dim, 3.0)
+    units = rng.standard_normal((64, dim))
+    units /= np.linalg.norm(units, axis=1, keepdims=True)
+    shell = centre + units * (1 + 1e-9 * rng.standard_normal(64))[:, None]
+    cluster = -10 + rng.standard_normal((16, dim))  # moves the table's mean off the query
+    table = EmbeddingTable([f"w{i}" for i in range(80)], np.vstack([shell, cluster]))
+    queries = centre + 1e-10 * rng.standard_normal((20, dim))
+    calls = _count_exact_searches(monkeypatch)
+    found = get_index(table, "exact").search_raw(queries)
+    np.testing.assert_array_equal(found, _direct_nearest(table.vectors, queries))
+    assert calls == [20]
+
+
+def test_a_table_far_from_the_origin_rarely_needs_the_exact_fallback(monkeypatch):
+    """Kills N11 (the exact index not centred: still exact, but the rounding bound grows
+    with ||y|| ~ 1200, and every query goes to the slow float64 search: 500 of 500; centred:
+    0). Speed only; the docstring's 'runs at the speed it had in float32 alone'."""
+    rng = np.random.default_rng(3)
+    points = 300.0 + rng.normal(0, 0.05, (2000, 16))
+    table = EmbeddingTable([f"w{i}" for i in range(2000)], points)
+    queries = table.vectors[rng.integers(0, 2000, 500)] + rng.normal(0, 0.02, (500, 16))
+    calls = _count_exact_searches(monkeypatch)
+    found = get_index(table, "exact").search_raw(queries)
+    np.testing.assert_array_equal(found, _direct_nearest(table.vectors, queries))
+    assert sum(calls) < 25, calls  # < 5% of the queries
+
+
+def test_identical_rows_do_not_send_queries_to_the_exact_fallback(monkeypatch):
+    """Kills N12 (all twins kept in the faiss data: 4 tied twin candidates make every query
+    near them 'unsure', 1000 of 1000 searched exactly; one row per group: 0). Speed only;
+    the twins still tie uniformly (checked by test_twins_never_crowd_...)."""
+    vectors = np.array(
+        [[0.0, 0.0]]
+        + [[1.0, 0.0]] * 8
+        + [[3.0, 0.0]]
+        + [[9.0, 9.0]]
+        + [[-9.0, 9.0], [9.0, -9.0], [-9.0, -9.0]]
+    )
+    table = EmbeddingTable([f"w{i}" for i in range(len(vectors))], vectors)
+    calls = _count_exact_searches(monkeypatch)
+    ids = get_index(table, "exact").search(
+        np.tile([[0.9, 0.0]], (1000, 1)), np.random.default_rng()
+    )
+    assert set(ids.tolist()) <= set(range(1, 9)) and calls == []

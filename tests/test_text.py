@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy as np
 import pytest
 
 import dxp_plugins as dxp
@@ -423,3 +424,36 @@ def test_an_error_holding_a_token_is_rendered_before_the_zone_closes(monkeypatch
     assert "zq7word" not in blank_pipeline().vocab.strings
     list(privatize_texts(["zq7later word"], dxp.Madlib(glove_5k, epsilon=5.0)))
     assert "zq7later" not in blank_pipeline().vocab.strings
+
+
+def test_a_long_text_is_sampled_and_recorded_at_the_epsilon_it_was_charged(monkeypatch, glove_5k):
+    """Kills B10 (_reserve returns self.epsilon read again after the charge). Another thread
+    assigning mechanism.epsilon right after a long text's up-front charge must change
+    neither the pieces' noise nor the record (the short-text analogue is
+    test_noise_and_record_use_the_epsilon_that_was_charged).
+
+    At epsilon 0.05 on GloVe a token is kept with probability well below 0.05 (the short
+    test's bound); 400 tokens keep half or more with probability < 1e-100."""
+    import dxp_plugins.text as text_module
+
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 200)
+
+    class Reassigning(dxp.Accountant):
+        mechanism = None
+
+        def charge(self, spend, tokens, unit=None):
+            super().charge(spend, tokens, unit)
+            self.mechanism.epsilon = 300.0  # "another thread", right after the charge
+
+    accountant = Reassigning()
+    mech = dxp.Madlib(glove_5k, epsilon=0.05, accountant=accountant)
+    accountant.mechanism = mech
+    text = "the hockey team won\n" * 100
+    result = text_module.privatize_text(text, mech)
+    words = result.text.split()
+    assert len(words) == 400
+    assert np.mean([w == o for w, o in zip(words, text.split(), strict=True)]) < 0.5
+    record = result.guarantee
+    assert record.epsilon == 0.05 and record.releases == 1
+    assert record.spend == pytest.approx(accountant.spent) == pytest.approx(0.05 * 400)
+    assert mech.epsilon == 300.0  # the assignment holds from the next release on
