@@ -757,3 +757,20 @@ def test_results_print_on_one_line(glove_5k):
     )
     assert "\n" not in repr(choice) and "array" not in repr(choice)
     assert f"evaluations={len(choice.evaluations)}" in repr(choice)
+
+
+def test_a_choice_exports_as_strict_json(glove_5k):
+    """What the CLI writes under "choice", and a notebook user can save: verdict, target,
+    caveat and one row per evaluation, with no NaN or infinity (strict JSON)."""
+    table = glove_5k.most_frequent(500)
+    choice = choose_epsilon(
+        "tem", ["music", "city"], embeddings=table, max_n_w=0.5, min_s_w=None, epsilons=[1, 64]
+    )
+    exported = json.loads(json.dumps(choice.to_dict(), allow_nan=False))
+    assert exported["epsilon"] == choice.epsilon and exported["caveat"] == choice.caveat
+    assert [row["epsilon"] for row in exported["evaluations"]] == [
+        result.epsilon for result in choice.evaluations
+    ]
+    assert [row["meets_target"] for row in exported["evaluations"]] == [
+        result.meets(0.5) for result in choice.evaluations
+    ]

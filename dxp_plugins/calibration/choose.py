@@ -91,6 +91,21 @@ class EpsilonChoice:
             rows.append(row)
         return rows
 
+    def to_dict(self) -> dict[str, Any]:
+        """The choice as JSON-ready values: the verdict, its target, the caveat, and one
+        :meth:`table` row per evaluated epsilon (``evaluations``)."""
+        return {
+            "epsilon": self.epsilon,
+            "bracket": list(self.bracket),
+            "max_n_w": self.max_n_w,
+            "min_s_w": self.min_s_w,
+            "conservative": self.conservative,
+            "method": self.method,
+            "monotone": self.monotone,
+            "caveat": self.caveat,
+            "evaluations": self.table(),
+        }
+
     def __str__(self) -> str:
         goal = []
         if self.max_n_w is not None:

@@ -97,15 +97,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         "word_seed": args.word_seed,
         "summaries": summaries,
     }
-    if choice is not None:
-        report["choice"] = {
-            "epsilon": choice.epsilon,
-            "bracket": list(choice.bracket),
-            "max_n_w": choice.max_n_w,
-            "min_s_w": choice.min_s_w,
-            "monotone": choice.monotone,
-            "caveat": choice.caveat,
-        }
+    if choice is not None:  # its evaluations are the summaries above
+        report["choice"] = {k: v for k, v in choice.to_dict().items() if k != "evaluations"}
     (out / "summary.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     written = ["calibration.csv", "summary.csv", "summary.json"]
     if args.figures:
