@@ -59,7 +59,9 @@ def _z(confidence: float) -> float:
 
 
 def _maximum(space: _Space, max_work: int) -> tuple[float, float, bool]:
-    """Exact diameter via ``d(i, j) <= d(i, c) + max_k d(c, k)``, within a work budget."""
+    """Exact diameter within a work budget: rows in decreasing distance ``r`` from a public
+    centre ``c``, pruned by ``d(i, j) <= r_i + r_j <= 2 max(r_i, r_j)`` (a pair is found from
+    its farther row), so ``(maximum, upper bound, exact)``."""
     radius = space.center_distances()
     if not np.all(np.isfinite(radius)):
         raise ValueError("the centre of the P_d^max search has no finite distances")
@@ -86,11 +88,11 @@ def _maximum(space: _Space, max_work: int) -> tuple[float, float, bool]:
 
 
 def _summarise(
-    space: _Space, values: np.ndarray, exact: bool, z: float, confidence: float, max_work: int
+    space: _Space, values: np.ndarray, exact: bool, confidence: float, max_work: int
 ) -> DistanceSummary:
     """The summary of ``space`` from its sampled pair distances ``values`` (every pair when
-    ``exact``): their mean with a ``z``-interval, and the P_d^max search."""
-    average, interval = _mean_interval(values, z, exact)
+    ``exact``): their mean with a ``confidence`` interval, and the P_d^max search."""
+    average, interval = _mean_interval(values, _z(confidence), exact)
     maximum, upper, maximum_exact = _maximum(space, max_work)
     return DistanceSummary(
         metric=space.metric,
@@ -128,4 +130,4 @@ def distance_summary(
     max_work = check_int(max_work, "max_work", minimum=0)
     i, j, exact = _sample_pairs(resolved.size, n_pairs, np.random.default_rng(random_state))
     values = resolved.pairs(i, j)
-    return _summarise(resolved, values, bool(exact), _z(confidence), confidence, max_work)
+    return _summarise(resolved, values, bool(exact), confidence, max_work)

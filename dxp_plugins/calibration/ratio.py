@@ -60,9 +60,8 @@ def privacy_ratio(
     else:
         ib, jb, exact_b = _sample_pairs(space_b.size, n_pairs, rng)
     values_a, values_b = space_a.pairs(i, j), space_b.pairs(ib, jb)
-    z = _z(confidence)
-    sa = _summarise(space_a, values_a, bool(exact_a), z, confidence, max_work)
-    sb = _summarise(space_b, values_b, bool(exact_b), z, confidence, max_work)
+    sa = _summarise(space_a, values_a, bool(exact_a), confidence, max_work)
+    sb = _summarise(space_b, values_b, bool(exact_b), confidence, max_work)
     if sb.average <= 0 or sb.maximum <= 0:
         raise ValueError("P_dB is zero: every pair of words is at distance 0 in metric B")
     ratio = sa.average / sb.average
@@ -74,7 +73,7 @@ def privacy_ratio(
     if paired and not exact_a:
         covariance = float(np.cov(values_a, values_b)[0, 1]) / len(values_a)
         variance -= 2.0 * covariance / (sa.average * sb.average)
-    half = z * ratio * math.sqrt(max(variance, 0.0))
+    half = _z(confidence) * ratio * math.sqrt(max(variance, 0.0))
     return PrivacyRatio(
         a=sa,
         b=sb,
