@@ -2,8 +2,9 @@
 
 faiss (and the OpenBLAS inside the faiss-cpu wheel) run on GNU OpenMP, whose idle threads
 spin by default. Beside any other busy process they spin on the cores the working threads
-need. ``dxp_plugins.neighbors`` sets ``OMP_WAIT_POLICY=PASSIVE`` before faiss loads (unless
-the user set it); this script compares, in one run, words/s of Madlib exact
+need. ``dxp_plugins._openmp`` sets ``OMP_WAIT_POLICY=PASSIVE`` before the library's first
+OpenMP user loads (unless the user set it); this script compares, in one run, words/s of
+Madlib exact
 (``privatize_ids`` on a batch of tokens, best of 3) under
 
 * GNU OpenMP's own default (idle threads spin a while, then sleep: the behaviour without

@@ -44,7 +44,6 @@ import functools
 import itertools
 import math
 import os
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._openmp import prefer_sleeping_threads
 from ._validation import check_choice, check_int
 
 if TYPE_CHECKING:
@@ -171,16 +171,9 @@ def _faiss() -> Any:
     a batch of 2,000 tokens at 100k-400k words). Process-wide; it changes speed only, and
     the candidates are re-ranked in float64 anyway.
 
-    ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (set before faiss loads its OpenMP runtime,
-    unless the variable is already set or faiss already imported): idle OpenMP threads then
-    sleep instead of spinning. With GNU's default (spin, then sleep) any other busy process
-    made search 2-5x slower: Madlib exact on 400k words, 748 words/s beside one busy core
-    against 1,450 with PASSIVE, two processes 601 words/s together against 2,920, with
-    seconds-long stalls; on an idle machine PASSIVE cost 1-2% in the same run (up to 16% in
-    another). See ``benchmarks/omp_contention.py`` and its results file.
+    Idle OpenMP threads sleep instead of spinning (:mod:`dxp_plugins._openmp`).
     """
-    if "faiss" not in sys.modules:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    prefer_sleeping_threads()
     import faiss
 
     if faiss.cvar.distance_compute_blas_threshold > BLAS_THRESHOLD:

@@ -20,8 +20,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._openmp import prefer_sleeping_threads
 from ._validation import check_choice
 from .lplp.compression import check_counts
+
+prefer_sleeping_threads()  # before scikit-learn loads OpenMP
 
 TOP_WORDS = 20
 #: gensim coherence measures: u_mass on the counts, the others on ``texts`` too.

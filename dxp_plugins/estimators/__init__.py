@@ -6,6 +6,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .._openmp import prefer_sleeping_threads
+
+prefer_sleeping_threads()  # before scikit-learn loads OpenMP
+
 _LAZY = {"TextPrivatizer": ".text", "LPLPTransformer": ".lplp"}
 
 __all__ = sorted(_LAZY)

@@ -28,7 +28,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from .._openmp import prefer_sleeping_threads
 from .._validation import check_choice, check_int
+
+prefer_sleeping_threads()  # before POT and scikit-learn load OpenMP
 
 SOLVERS = ("auto", "hungarian", "transport")
 #: Largest number of points ``solver="auto"`` gives to the Hungarian algorithm.
