@@ -182,13 +182,15 @@ def coherence(
             word
             for topic in topics
             for word in topic
-            if dictionary.dfs.get(dictionary.token2id.get(word, -1), 0) == 0
+            if isinstance(word, str)
+            and dictionary.dfs.get(dictionary.token2id.get(word, -1), 0) == 0
         }
         if absent:
             warnings.warn(
-                f"{len(absent)} topic word(s) never occur in the reference counts: gensim "
-                "scores every u_mass pair conditioned on such a word 0, the best value, so "
-                "these topics look more coherent than they are",
+                f"{len(absent)} topic word(s) never occur in the reference counts: their "
+                "u_mass terms are artefacts (gensim scores a pair conditioned on such a word "
+                "0, the best value, and a pair ending on one about log(1e-12)), so the "
+                "coherence of these topics is not meaningful",
                 UserWarning,
                 stacklevel=2,
             )

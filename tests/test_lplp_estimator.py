@@ -616,21 +616,33 @@ def test_transform_refuses_settings_changed_since_fit(change):
 def test_unchanged_settings_still_transform():
     weights = np.arange(1.0, 13.0)
     transformer = LPLPTransformer(epsilon=1.0, n_groups=4, weights=weights).fit(small_counts())
-    transformer.set_params(epsilon=1.0, weights=weights.copy())  # equal values
+    transformer.set_params(epsilon=np.float64(1), n_changes=1.0, weights=weights.copy())
     assert transformer.transform(small_counts()).shape == (20, 12)
+    assert transformer.guarantee(3).epsilon == 1.0
+
+
+def test_weights_edited_in_place_after_fit_are_a_change():
+    weights = np.arange(1.0, 13.0)
+    transformer = LPLPTransformer(epsilon=1.0, n_groups=4, weights=weights).fit(small_counts())
+    weights[:] = 1.0  # the fitted release still decompresses with the old weights
+    for use in (lambda: transformer.transform(small_counts()), lambda: transformer.guarantee(1)):
+        with pytest.raises(ValueError, match="weights changed since fit"):
+            use()
 
 
 # -- u_mass and words the reference never contains -------------------------------------------
 def test_u_mass_warns_about_topic_words_absent_from_the_reference():
     """gensim scores a u_mass pair conditioned on a word of document frequency 0 as 0 (its
-    best value): ["d", "a", "b"] scored -0.23, above the real topic ["a", "b", "c"] (-0.69)."""
+    best value) and a pair ending on one about log(1e-12): ["d", "a", "b"] scored -0.23,
+    above the real topic ["a", "b", "c"] (-0.69), and ["a", "b", "d"] about -18."""
     names = ["a", "b", "c", "d"]
     reference = sp.csr_matrix(np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0]]))
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         topics.coherence([["a", "b", "c"]], reference, names)  # no absent word: no warning
-    with pytest.warns(UserWarning, match="never occur"):
-        topics.coherence([["d", "a", "b"]], reference, names)
+    for topic in (["d", "a", "b"], ["a", "b", "d"]):
+        with pytest.warns(UserWarning, match="never occur.*not meaningful"):
+            topics.coherence([topic], reference, names)
 
 
 # -- exclusivity normalises each topic -------------------------------------------------------

@@ -241,7 +241,11 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.weights_ = weights
         self.histogram_ = histogram.get("counts")
         self.calibration_ = calibrated
-        self._fitted_params = self.get_params(deep=False)
+        # Arrays copied: an in-place edit after fit (weights[:] = ...) is a change too.
+        self._fitted_params = {
+            name: value.copy() if isinstance(value, np.ndarray) else value
+            for name, value in self.get_params(deep=False).items()
+        }
         return self
 
     def _check_params_unchanged(self) -> None:
@@ -287,6 +291,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
     def guarantee(self, documents: int) -> LPLPGuarantee:
         """What releasing ``documents`` rows with the fitted settings guarantees."""
         check_is_fitted(self, "release_")
+        self._check_params_unchanged()
         return self.release_.guarantee(documents)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
@@ -303,12 +308,17 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
 
 
 def _same_param(value: Any, fitted: Any) -> bool:
-    """The same setting: the same object, or equal numbers/strings/arrays/containers."""
+    """The same setting: the same object, or equal numbers (1 == 1.0 == numpy.float64(1)),
+    strings, arrays or containers; any other object (a table, an accountant) by identity."""
     if value is fitted:
         return True
     if isinstance(value, np.ndarray) or isinstance(fitted, np.ndarray):
         return bool(np.array_equal(np.asarray(value), np.asarray(fitted)))
-    if isinstance(value, (numbers.Number, str, list, tuple, dict)) and type(value) is type(fitted):
+    if isinstance(value, numbers.Number) and isinstance(fitted, numbers.Number):
+        return bool(value == fitted) and isinstance(value, bool) == isinstance(fitted, bool)
+    if isinstance(value, str) and isinstance(fitted, str):
+        return str(value) == str(fitted)
+    if isinstance(value, (list, tuple, dict)) and type(value) is type(fitted):
         try:
             return bool(value == fitted)
         except (TypeError, ValueError):
