@@ -196,7 +196,7 @@ def test_choose_epsilon_by_registry_name_uses_fresh_accountants(glove_5k):
         words,
         embeddings=glove_5k,
         params={"random_state": 3},
-        max_n_w=0.0,
+        max_n_w=0.5,  # at epsilon 200 Madlib keeps every word
         min_s_w=None,
         epsilons=[200.0],
         n_samples=50,
@@ -585,6 +585,24 @@ def test_choose_epsilon_refuses_a_monte_carlo_s_w_target_above_the_draws(glove_5
             n_samples=200,
             method="monte_carlo",
         )
+
+
+@pytest.mark.parametrize("method", ["monte_carlo", "auto"])  # auto: Madlib has no exact law
+def test_choose_epsilon_refuses_a_monte_carlo_n_w_target_below_the_draws(glove_5k, method):
+    """n_w_high is at least 1 - 0.025^(1/200) = 0.018 with 200 draws, even when the word
+    never comes back: max_n_w=0.01 failed at every epsilon (and silently returned None).
+    With method="monte_carlo" it is refused before any mechanism draws."""
+    built = []
+
+    def build(epsilon: float) -> dxp.Madlib:
+        built.append(epsilon)
+        return dxp.Madlib(glove_5k.most_frequent(500), epsilon)
+
+    with pytest.raises(ValueError, match=r"max_n_w=0.01 cannot be met .* at least 0.0183"):
+        choose_epsilon(
+            build, ["music"], max_n_w=0.01, epsilons=[1.0, 2.0], n_samples=200, method=method
+        )
+    assert built == ([] if method == "monte_carlo" else [1.0])
 
 
 def test_meets_takes_one_target_by_keyword(glove_5k):

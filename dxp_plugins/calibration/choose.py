@@ -202,6 +202,8 @@ def choose_epsilon(
         raise ValueError("give at least one epsilon")
     refine = check_int(refine, "refine", minimum=0)
     build = _factory(mechanism, embeddings, dict(params or {}))
+    if method == "monte_carlo":  # before any draw
+        _check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
     done: dict[float, PlausibleDeniability] = {}
 
     def evaluate(epsilon: float) -> bool:
@@ -221,19 +223,8 @@ def choose_epsilon(
             progress=progress,
         )
         done[epsilon] = result
-        if result.method == "monte_carlo" and min_s_w is not None and n_samples is not None:
-            judged = "s_w_low" if conservative else "s_w"
-            reach = (
-                _fewest_successes(n_samples, 1.0 - eta, (1.0 - confidence) / 2.0, upper=True)
-                if conservative
-                else math.ceil((1.0 - eta) * n_samples - 1e-9)
-            )
-            if reach is not None and min_s_w > reach:
-                raise ValueError(
-                    f"min_s_w={min_s_w:g} cannot be met by Monte Carlo with n_samples="
-                    f"{n_samples}: {judged} is at most {reach} (it never exceeds the outputs "
-                    f"seen); raise n_samples well above min_s_w"
-                )
+        if result.method == "monte_carlo":  # known only now when method="auto"
+            _check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
         return result.meets(max_n_w, min_s_w, conservative)
 
     passing: float | None = None
@@ -272,3 +263,40 @@ def choose_epsilon(
         evaluations=evaluations,
         monotone=monotone,
     )
+
+
+def _check_reachable(
+    max_n_w: float | None,
+    min_s_w: float | None,
+    n_samples: int | None,
+    eta: float,
+    confidence: float,
+    conservative: bool,
+) -> None:
+    """ValueError for a target no Monte Carlo result with ``n_samples`` draws can meet, at
+    any epsilon: ``s_w_low`` never exceeds the outputs seen (184 of 200 draws at eta 0.05),
+    and ``n_w_high`` is at least the Clopper-Pearson bound of 0 hits (0.018 for 200 draws)."""
+    if n_samples is None:
+        return
+    alpha = (1.0 - confidence) / 2.0
+    if min_s_w is not None:
+        reach = (
+            _fewest_successes(n_samples, 1.0 - eta, alpha, upper=True)
+            if conservative
+            else math.ceil((1.0 - eta) * n_samples - 1e-9)
+        )
+        if reach is not None and min_s_w > reach:
+            judged = "s_w_low" if conservative else "s_w"
+            raise ValueError(
+                f"min_s_w={min_s_w:g} cannot be met by Monte Carlo with n_samples="
+                f"{n_samples}: {judged} is at most {reach} (it never exceeds the outputs "
+                "seen); raise n_samples well above min_s_w"
+            )
+    if max_n_w is not None and conservative:
+        floor = 1.0 - alpha ** (1.0 / n_samples)  # the upper bound when the word never came back
+        if max_n_w < floor:
+            raise ValueError(
+                f"max_n_w={max_n_w:g} cannot be met by Monte Carlo with n_samples="
+                f"{n_samples}: n_w_high is at least {floor:.3g} even when no draw returns the "
+                "word; raise n_samples"
+            )
