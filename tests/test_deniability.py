@@ -792,3 +792,9 @@ def test_a_choice_exports_as_strict_json(glove_5k):
     assert [row["meets_target"] for row in exported["evaluations"]] == [
         result.meets(0.5) for result in choice.evaluations
     ]
+    numpy_target = choose_epsilon(
+        "tem", ["music"], embeddings=table, max_n_w=None, min_s_w=np.int64(2), epsilons=[1]
+    )
+    assert json.loads(json.dumps(numpy_target.to_dict(), allow_nan=False))["min_s_w"] == 2
+    with pytest.raises(ValueError, match="finite"):
+        choose_epsilon("tem", ["music"], embeddings=table, min_s_w=math.inf, epsilons=[1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -195,8 +196,12 @@ def choose_epsilon(
         raise ValueError("give a target: max_n_w, min_s_w or both")
     if max_n_w is not None:
         max_n_w = check_probability(max_n_w, "max_n_w", open_interval=False)
-    if min_s_w is not None and (isinstance(min_s_w, bool) or not min_s_w >= 1):
-        raise ValueError("min_s_w must be a number >= 1")
+    if min_s_w is not None:
+        if isinstance(min_s_w, bool) or not isinstance(min_s_w, numbers.Real):
+            raise TypeError(f"min_s_w must be a number, got {type(min_s_w).__name__}")
+        if not (math.isfinite(min_s_w) and min_s_w >= 1):
+            raise ValueError("min_s_w must be a finite number >= 1")
+        min_s_w = float(min_s_w)  # a plain float: the choice's JSON stays strict
     grid = sorted({check_epsilon(value, "epsilons") for value in epsilons})
     if not grid:
         raise ValueError("give at least one epsilon")
