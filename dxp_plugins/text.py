@@ -405,7 +405,8 @@ def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
     """
     if not isinstance(text, str | bytes | bytearray):
         raise TypeError(
-            f"text must be str, got {type(text).__name__} (for several texts use privatize_texts)"
+            f"text must be str or bytes, got {type(text).__name__} (for several texts use "
+            "privatize_texts)"
         )
     return next(privatize_texts([text], mechanism))
 

@@ -468,7 +468,7 @@ _LOAD_OPENMP = {
     ids=lambda value: str(value),
 )
 def test_openmp_threads_sleep_when_idle_unless_told_otherwise(given, load, spin, policy):
-    """Spinning OpenMP threads made search 2-5x slower beside any other busy process. What
+    """Spinning OpenMP threads made search 1.9-5x slower beside any other busy process. What
     the runtime applied is its spin count (0 under PASSIVE, 300,000 by GNU's default), which
     it prints when it loads under OMP_DISPLAY_ENV; the variable is set only before a
     runtime loads (afterwards it would only mislead) and never over a user's value."""

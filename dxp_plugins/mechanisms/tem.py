@@ -331,7 +331,8 @@ class LawCache:
         return len(self._entries)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Pickles carry the bound only: the laws are public, large and rebuilt on demand.
+        # Pickles carry the bound only: the laws are public, large and rebuilt on demand,
+        # and which words are cached is private (the words privatized so far).
         return (LawCache, (self.max_bytes,))
 
 
