@@ -486,16 +486,6 @@ def test_openmp_threads_sleep_when_idle_unless_told_otherwise(given, load, spin,
 
 
 # -- the exact fallback: taken when needed, not otherwise (review 8) -------------------------
-def _direct_nearest(vectors, queries):
-    """Reference: float64 squared distances to every row, the lowest row on ties."""
-    data = np.asarray(vectors, dtype=np.float64)
-    out = []
-    for query in np.asarray(queries, dtype=np.float64):
-        distances = ((data - query) ** 2).sum(axis=1)
-        out.append(int(np.flatnonzero(distances == distances.min())[0]))
-    return np.array(out)
-
-
 def _count_exact_searches(monkeypatch):
     import dxp_plugins.neighbors as neighbors
 
