@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -113,6 +115,28 @@ def test_privacy_ratio_madlib_vs_brr(glove_2k):
     assert calibration.equivalent_epsilon(10.0, ratio, statistic="maximum") == pytest.approx(
         10.0 * ratio.maximum
     )
+
+
+def test_conservative_equivalent_epsilon_uses_the_low_end_of_the_interval(glove_2k):
+    madlib, brr = dxp.Madlib(glove_2k, epsilon=10.0), dxp.BRR(glove_2k, epsilon=1.0)
+    ratio = calibration.privacy_ratio(madlib, brr, n_pairs=1000, max_work=0, random_state=1)
+    low = ratio.average_interval[0]
+    assert low < ratio.average
+    assert ratio.equivalent_epsilon(10.0, conservative=True) == pytest.approx(10.0 * low)
+    # a bracketed maximum: the low end of the bracket, and no warning (nothing is hidden)
+    assert not ratio.a.maximum_exact
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = calibration.equivalent_epsilon(10.0, ratio, statistic="maximum", conservative=True)
+    assert value == pytest.approx(10.0 * ratio.maximum_interval[0])
+    assert value <= 10.0 * ratio.maximum
+    with pytest.raises(ValueError, match="needs a PrivacyRatio"):
+        calibration.equivalent_epsilon(10.0, 0.5, conservative=True)
+    with pytest.raises(TypeError, match="True or False"):
+        calibration.equivalent_epsilon(10.0, ratio, conservative="yes")
+    wide = dataclasses.replace(ratio, average_interval=(-0.1, 2 * ratio.average))
+    with pytest.raises(ValueError, match="sample more pairs"):
+        wide.equivalent_epsilon(10.0, conservative=True)
 
 
 def test_a_bracketed_maximum_warns_when_it_converts_epsilon(glove_2k):

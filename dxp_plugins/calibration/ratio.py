@@ -27,9 +27,11 @@ class PrivacyRatio:
     maximum_interval: tuple[float, float]  # from the P_d^max brackets (a point when exact)
     paired: bool
 
-    def equivalent_epsilon(self, epsilon_a: float, statistic: str = "average") -> float:
-        """``epsilon_B = R * epsilon_A``."""
-        return equivalent_epsilon(epsilon_a, self, statistic=statistic)
+    def equivalent_epsilon(
+        self, epsilon_a: float, statistic: str = "average", *, conservative: bool = False
+    ) -> float:
+        """``epsilon_B = R * epsilon_A`` (see :func:`equivalent_epsilon`)."""
+        return equivalent_epsilon(epsilon_a, self, statistic=statistic, conservative=conservative)
 
 
 def privacy_ratio(
@@ -86,26 +88,46 @@ def privacy_ratio(
 
 
 def equivalent_epsilon(
-    epsilon_a: float, ratio: PrivacyRatio | float, *, statistic: str = "average"
+    epsilon_a: float,
+    ratio: PrivacyRatio | float,
+    *,
+    statistic: str = "average",
+    conservative: bool = False,
 ) -> float:
     """The epsilon in metric B matching ``epsilon_a`` in metric A: ``R * epsilon_a``.
 
     ``ratio`` is a :class:`PrivacyRatio` (``statistic`` "average" or "maximum" picks R) or
-    R itself.
+    R itself. ``conservative=True`` uses the low end of R's interval instead of its
+    estimate (the average's confidence interval; the maximum's bracket when its search was
+    cut): the smaller epsilon_B, so B is at least as private as A unless R fell outside
+    its interval.
     """
     epsilon_a = check_epsilon(epsilon_a, "epsilon_a")
     check_choice(statistic, "statistic", ("average", "maximum"))
+    if not isinstance(conservative, bool):
+        raise TypeError("conservative must be True or False")
     if isinstance(ratio, PrivacyRatio):
+        if conservative:
+            low = ratio.average_interval[0] if statistic == "average" else ratio.maximum_interval[0]
+            if not (math.isfinite(low) and low > 0):
+                raise ValueError(
+                    f"the low end of the {statistic} ratio's interval is {low:.4g}, not > 0: "
+                    "sample more pairs (n_pairs) for a usable conservative epsilon"
+                )
+            return check_epsilon(low * epsilon_a, "equivalent epsilon")
         value = ratio.average if statistic == "average" else ratio.maximum
         if statistic == "maximum" and not (ratio.a.maximum_exact and ratio.b.maximum_exact):
             low, high = ratio.maximum_interval
             warn(
                 "P_d^max was bracketed, not found exactly (its search ran out of budget): "
                 f"the maximum ratio lies in [{low:.4g}, {high:.4g}] and "
-                f"{ratio.maximum:.4g} is the ratio of the largest distances found",
+                f"{ratio.maximum:.4g} is the ratio of the largest distances found "
+                "(conservative=True uses the low end)",
                 RuntimeWarning,
             )
     elif isinstance(ratio, int | float) and not isinstance(ratio, bool):
+        if conservative:
+            raise ValueError("conservative=True needs a PrivacyRatio (a number has no interval)")
         value = float(ratio)
     else:
         raise TypeError("ratio must be a PrivacyRatio or a number")
