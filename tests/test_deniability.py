@@ -286,6 +286,39 @@ def test_cli_calibrate_progress_flag_does_what_it_says(tmp_path, capsys, flag):
     assert ("%|" in err) == (flag == "--progress")  # a tqdm bar
 
 
+@pytest.mark.parametrize("flag", [[], ["--no-progress"]])
+def test_cli_calibrate_says_where_it_is_off_a_terminal(tmp_path, capsys, flag):
+    """A long run in a log or CI printed nothing until it finished (tqdm hides its bar
+    when stderr is not a terminal): one line per epsilon instead, unless told not to."""
+    args = ["calibrate", "--epsilons", "5,40", "--words", "3", "--samples", "20"]
+    code = main([*args, "--vocab-size", "1000", "--no-figures", *flag, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if line.startswith("dxp calibrate: epsilon=")]
+    if flag:
+        assert lines == []
+    else:
+        assert [line.split()[2] for line in lines] == ["epsilon=5", "epsilon=40"]
+        assert "3 words" in lines[0] and "%|" not in err
+
+
+def test_cli_calibrate_confidence_sets_the_level_of_the_bounds(tmp_path, capsys):
+    base = ["calibrate", "--epsilons", "5", "--words", "5", "--samples", "50", "--seed", "2"]
+    base += ["--vocab-size", "1000", "--no-figures", "--max-n-w", "0.9"]
+    rows = []
+    for level in ("0.5", "0.99"):
+        out = tmp_path / level
+        assert main([*base, "--confidence", level, "--out", str(out)]) == 0
+        rows.append(json.loads((out / "summary.json").read_text())["summaries"][0])
+    capsys.readouterr()
+    assert [row["confidence"] for row in rows] == [0.5, 0.99]
+    assert rows[0]["max_n_w"] == rows[1]["max_n_w"]  # same seeded draws
+    assert rows[0]["max_n_w_upper"] < rows[1]["max_n_w_upper"]
+    code = main([*base, "--confidence", "1.5", "--out", str(tmp_path / "bad")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "confidence" in err, err
+
+
 def test_cli_calibrate_errors_are_one_line(tmp_path, capsys):
     code = main(["calibrate", "--epsilons", "5", "--words", "0", "--out", str(tmp_path)])
     err = capsys.readouterr().err
@@ -308,7 +341,8 @@ def test_cli_calibrate_refuses_settings_it_cannot_honour(tmp_path, capsys, args,
     base = ["calibrate", "--epsilons", "5", "--words", "3", "--samples", "20"]
     code = main([*base, "--vocab-size", "1000", "--no-figures", *args, "--out", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1 and message in err, err
+    error = [line for line in err.splitlines() if not line.startswith("dxp calibrate: epsilon=")]
+    assert code == 1 and len(error) == 1 and message in error[0], err
 
 
 def test_cli_calibrate_prints_the_bounds_its_verdict_judged(tmp_path, capsys):

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -27,17 +28,37 @@ def _calibrate(args: argparse.Namespace) -> int:
     ):
         if value < minimum:
             raise CLIError(f"{name} must be >= {minimum}")
+    if not 0.0 <= args.eta < 1.0:  # before the first epsilon's status line
+        raise CLIError("--eta must be in [0, 1)")
+    if not 0.0 < args.confidence < 1.0:
+        raise CLIError("--confidence must be between 0 and 1 (exclusive)")
     targeted = args.max_n_w is not None or args.min_s_w is not None
     if args.refine and not targeted:
         raise CLIError("--refine bisects towards a target: give --max-n-w or --min-s-w")
     out = Path(args.out)
     _check_folder(args.out)  # created only once every argument has been used (and so checked)
 
-    def build(epsilon: float) -> Any:
+    # None: a bar when stderr is a terminal, else one line per epsilon; nothing when closed
+    progress = False if sys.stderr is None else args.progress
+    log_lines = progress is None and not _is_terminal(sys.stderr)
+    started = time.monotonic()
+
+    def mechanism(epsilon: float) -> Any:
         # The door settings share one loaded table between the mechanisms of every epsilon.
         return _build_mechanism(argparse.Namespace(**{**vars(args), "epsilon": epsilon}))
 
-    table = build(args.epsilons[0]).embeddings
+    def build(epsilon: float) -> Any:
+        built = mechanism(epsilon)
+        if log_lines:  # a long run off a terminal (a log, CI) says where it is
+            print(
+                f"dxp calibrate: epsilon={epsilon:.6g} ({len(words)} words, "
+                f"{time.monotonic() - started:.0f} s so far)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return built
+
+    table = mechanism(args.epsilons[0]).embeddings
     words = calibration.sample_words(
         table, args.words, pool=args.word_pool, random_state=args.word_seed
     )
@@ -46,8 +67,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         "n_samples": args.samples,
         "eta": args.eta,
         "method": args.method,
-        # None: a bar only when stderr is a terminal; none when stderr is closed
-        "progress": False if sys.stderr is None else args.progress,
+        "confidence": args.confidence,
+        "progress": progress,
     }
     choice = None
     if targeted:
@@ -108,6 +129,13 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"{choice}  ({choice.caveat})")
     print(f"wrote {', '.join(written)} to {out}")
     return 0
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def _check_folder(name: str) -> None:

@@ -283,6 +283,12 @@ def _add_calibrate(commands: Any) -> None:
         default="auto",
         help="exact output law where available (auto, default) or Monte Carlo",
     )
+    cal.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="Monte Carlo: two-sided level of each word's N_w and S_w bounds (default: 0.95)",
+    )
     cal.add_argument("--max-n-w", type=float, help="target: worst-case N_w at most this")
     cal.add_argument("--min-s-w", type=float, help="target: worst-case S_w at least this")
     cal.add_argument(
@@ -300,6 +306,9 @@ def _add_calibrate(commands: Any) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar on stderr (default: when stderr is a terminal)",
+        help=(
+            "progress bar on stderr (default: a bar when stderr is a terminal, otherwise "
+            "one line per epsilon)"
+        ),
     )
     cal.set_defaults(handler=_calibrate, oov="unk", epsilon=None)
