@@ -148,6 +148,8 @@ def run_one(config: dict[str, Any]) -> dict[str, Any]:
             dxp.Madlib(table, epsilon=10.0), mech, n_pairs=100_000, random_state=0
         )
         result["privacy_ratio_avg"] = ratio.average
+        result["average_distance_euclidean"] = ratio.a.average  # P_d^avg of each side
+        result["average_distance_hamming"] = ratio.b.average
         result["privacy_ratio_avg_interval"] = ratio.average_interval
         result["brr_epsilon_matching_madlib_10"] = ratio.equivalent_epsilon(10.0)
     elif kind == "tem":
