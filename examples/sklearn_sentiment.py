@@ -96,9 +96,10 @@ def main() -> None:
         print(f"| {name} | {accuracy:.3f} | {delta} | {tokens:,} | {seconds:.1f} |")
     print(
         "\nEach privatized token is epsilon*d-private (d: Euclidean distance in GloVe 6B 50d, "
-        f"{args.vocab_size:,} most frequent words); noise is secure (not seeded), so accuracies "
-        "vary from run to run by about the test set's standard error "
-        f"({(baseline * (1 - baseline) / len(test)) ** 0.5:.3f})."
+        f"{args.vocab_size:,} most frequent words). Noise is secure (not seeded), so each run "
+        "trains on a different private text: accuracies vary from run to run by more than the "
+        f"test set's standard error ({(baseline * (1 - baseline) / len(test)) ** 0.5:.3f}), "
+        "most at middling epsilon. benchmarks/repro_tem_fig1a.py repeats runs for intervals."
     )
     draw(rows, baseline, args.figure)
 
