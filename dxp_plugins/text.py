@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._normalize import is_invisible, without_invisible
 from ._validation import check_int, check_text
+from .doors import DEFAULT_BATCH_SIZE
 from .errors import OOVError, TextTooLongError
 from .guarantee import Guarantee
 
@@ -277,11 +278,12 @@ def privatize_texts(
     texts: Iterable[str | bytes],
     mechanism: Mechanism,
     *,
-    batch_size: int = 256,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     select: Selector | None = None,
     nlp: Any = None,
 ) -> Iterator[PrivateText]:
-    """Privatize texts lazily, ``batch_size`` documents per mechanism call.
+    """Privatize texts lazily, ``batch_size`` documents per mechanism call (default 1000, as
+    in every door: seeded draws depend on the batches).
 
     A batch is charged, and its noise drawn, when its first text is asked for: stopping
     early (``itertools.islice``, a ``break``) leaves the rest of that batch charged though

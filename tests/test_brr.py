@@ -115,6 +115,14 @@ def test_from_codes_and_oov():
         dxp.BRR.from_codes([f"c{i}" for i in range(16)], codes, 3.0, oov="raise").privatize(["x"])
 
 
+def test_codes_in_place_of_a_table_point_to_from_codes():
+    """Review 9 L4: codes given where the table goes were sent to gensim's loader."""
+    codes = all_codes(4)
+    for given in (codes, BinaryCodes(codes)):
+        with pytest.raises(TypeError, match=r"BRR\.from_codes\(words, codes, epsilon\)"):
+            dxp.BRR(given, epsilon=1.0)
+
+
 def test_simhash_is_public_and_data_independent(glove_5k):
     codes = BinaryCodes.simhash(glove_5k, 128)
     assert BinaryCodes.simhash(glove_5k, 128) is codes  # cached on the table

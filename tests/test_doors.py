@@ -35,8 +35,9 @@ TEM = {"mechanism": "tem"}
         ({"epsilon": "10"}, TypeError, "real number"),
         ({"mechanism": "nope"}, ValueError, "mechanism: unknown name 'nope'; available: "),
         ({"mechanism": 3}, TypeError, "registry name"),
-        ({"mechanism_params": {"epsilon": 2}}, ValueError, "may not set epsilon"),
-        ({"mechanism_params": {"random_state": 2}}, ValueError, "may not set random_state"),
+        ({"mechanism_params": {"epsilon": 2}}, ValueError, "may not set epsilon (give it dir"),
+        # The spaCy config's own spelling (was: "use the door's own setting", naming none).
+        ({"mechanism_params": {"random_state": 2}}, ValueError, "random_state (give it as seed)"),
         ({"mechanism_params": {"indx": "hnsw"}}, ValueError, "unknown option(s) 'indx'"),
         ({"mechanism_params": [1]}, TypeError, "mechanism_params must be a dict"),
         ({"embeddings": "glove-7b"}, ValueError, "embeddings: unknown name 'glove-7b'"),
@@ -51,7 +52,7 @@ TEM = {"mechanism": "tem"}
         ({"token_filter": "missing"}, ValueError, "token_filter: unknown name 'missing'"),
         ({"seed": -1}, ValueError, "seed must be >= 0"),
         ({"seed": 1.5}, TypeError, "seed must be an integer"),
-        ({"seed": np.random.default_rng(0)}, TypeError, "random_state must be None"),
+        ({"seed": np.random.default_rng(0)}, TypeError, "seed must be None"),  # was random_state
         # Option values too, before any table is loaded (were: on the first document).
         (TEM | {"mechanism_params": {"beta": 2.0}}, ValueError, "beta must lie in (0, 1)"),
         (TEM | {"mechanism_params": {"metric": "cosine"}}, ValueError, "metric must be one of"),
@@ -69,6 +70,61 @@ def test_bad_settings_raise_clear_errors(changes, error, message):
     with pytest.raises(error) as raised:
         DoorSettings.create(**settings)
     assert message in str(raised.value)
+
+
+def test_errors_name_the_setting_as_the_door_spells_it(glove_5k):
+    """Review 9 M3: messages named another door's spelling (``seed`` to a random_state
+    user, ``mechanism_params`` and "the door's own setting" to a command-line user)."""
+    flags = {"seed": "--seed", "mechanism_params": "--param", "accountant": None}
+    cases = [
+        ({"seed": -1}, {"seed": "random_state"}, ValueError, "^random_state must be >= 0"),
+        ({"seed": 1.5}, {"seed": "random_state"}, TypeError, "^random_state must be an int"),
+        ({"seed": -1}, flags, ValueError, "^--seed must be >= 0"),
+        (
+            {"mechanism_params": {"random_state": 1, "accountant": 2}},
+            flags,
+            ValueError,
+            r"^--param may not set accountant \(not settable here\), random_state \(give "
+            r"it as --seed\)$",
+        ),
+        ({"mechanism_params": {"bta": 1}}, flags, ValueError, "^--param: unknown option"),
+    ]
+    for changes, names, error, message in cases:
+        with pytest.raises(error, match=message):
+            DoorSettings.create(epsilon=1.0, **{**FAST, **changes}, names=names)
+    with pytest.raises(ValueError, match=r"^random_state must be >= 0"):
+        dxp.TextPrivatizer(epsilon=1.0, embeddings=glove_5k, random_state=-1).fit(["a"])
+    with pytest.raises(ValueError, match=r"random_state \(give it directly\)"):
+        dxp.TextPrivatizer(epsilon=1.0, mechanism_params={"random_state": 3}).fit(["a"])
+    for seed, error in ((-1, ValueError), (1.5, TypeError)):
+        with pytest.raises(error, match=r"^random_state must"):  # was: "seed must"
+            dxp.Madlib(glove_5k, 10.0, random_state=seed)
+    with pytest.raises(ValueError, match=r"random_state \(give it as seed\)"):
+        spacy.blank("en").add_pipe(
+            "dxp_privatizer", config={"epsilon": 1.0, "mechanism_params": {"random_state": 3}}
+        )
+
+
+def test_constants_carry_their_own_doc_comments():
+    """Review 9 L11: the ``#:`` comment of RESERVED_MECHANISM_PARAMS sat above
+    DEFAULT_BATCH_SIZE, so Sphinx and IDEs gave both sentences to the batch size."""
+    import inspect
+
+    from dxp_plugins import doors
+
+    lines = inspect.getsource(doors).splitlines()
+
+    def comment_of(name):
+        row = next(i for i, line in enumerate(lines) if line.startswith(f"{name} = "))
+        above = []
+        while lines[row - 1].startswith("#:"):
+            row -= 1
+            above.insert(0, lines[row])
+        return " ".join(above)
+
+    assert comment_of("RESERVED_MECHANISM_PARAMS").startswith("#: Parameters a door sets")
+    assert "Parameters a door" not in comment_of("DEFAULT_BATCH_SIZE")
+    assert comment_of("DEFAULT_BATCH_SIZE").startswith("#: Documents per mechanism call")
 
 
 def test_loader_argument_errors_name_the_embeddings():

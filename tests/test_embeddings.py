@@ -142,6 +142,19 @@ def test_lookup_normalises_case_and_unicode():
     assert "Fish" in table and "nope" not in table
 
 
+def test_lookup_refuses_one_str_and_tokens_that_are_not_str():
+    """Review 9 L1: lookup("hockey") looked up six characters, lookup(["a", 5]) raised a raw
+    AttributeError; now TypeErrors that name positions and types, never a token's value."""
+    table = EmbeddingTable(["fish", "first"], np.eye(2))
+    for one in ("fish", b"fish"):
+        with pytest.raises(TypeError, match=r"^tokens must be a sequence of str, not one"):
+            table.lookup(one)
+    for tokens, kind in ((["fish", 5], "int"), (["fish", b"zq7canaryxx"], "bytes")):
+        with pytest.raises(TypeError, match=rf"^token 1 is a {kind}, not str$"):
+            table.lookup(tokens)
+    assert table.lookup([np.str_("FIRST"), "fish"]).tolist() == [1, 0]  # str subclasses pass
+
+
 def test_lookup_prefers_most_frequent_of_colliding_keys():
     table = EmbeddingTable(["Apple", "apple"], np.eye(2), frequency_rank=[1, 0])
     assert table.lookup(["APPLE"]).tolist() == [1]

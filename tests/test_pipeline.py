@@ -118,6 +118,9 @@ def test_spacy_load_in_a_fresh_process(tmp_path):
         ({"epsilon": 8.0, "guarantee_attr": "dxp_text"}, "must differ"),
         ({"epsilon": 8.0, "mechanism_params": {"index": "annoy"}}, "index must be one of"),
         ({"epsilon": 8.0, "mechanism_params": {"k": 3}}, "unknown option(s) 'k'"),
+        # The config's own key (review 9 M3; was "use the door's own setting").
+        ({"epsilon": 8.0, "mechanism_params": {"random_state": 3}}, "(give it as seed)"),
+        ({"epsilon": 8.0, "seed": -1}, "seed must be >= 0"),
         ({"epsilon": 8.0, "embeddings": "word2vec"}, "unknown name 'word2vec'"),
         ({"epsilon": 8.0, "pos": ["NOUNZ"]}, "unknown part-of-speech tag"),
         ({"epsilon": 8.0, "pos": "NOUNZ"}, "unknown part-of-speech tag"),  # one tag as str

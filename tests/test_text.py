@@ -143,8 +143,32 @@ def test_batches_are_lazy_and_keep_order(glove_5k):
         privatize_texts("hockey team", mech)
     with pytest.raises(TypeError, match="privatize_text"):
         mech.privatize("hockey team")
+    # Review 9 L10: a message about the argument, not about a "document 0" never passed.
+    with pytest.raises(TypeError, match=r"^tokens must be a sequence of str tokens, got str"):
+        mech.privatize("hockey team")
+    with pytest.raises(TypeError, match=r"^tokens holds a int, not str"):
+        mech.privatize(["hockey", 3])
+    with pytest.raises(TypeError, match=r"^document 1 holds a int, not str"):
+        mech.privatize_batch([["hockey"], ["team", 3]])
     with pytest.raises(TypeError, match=r"got list \(for several texts use privatize_texts\)"):
         privatize_text(["hockey team", "a cup"], mech)
+
+
+def test_privatize_texts_default_batch_is_the_doors(glove_5k):
+    """Review 9 M1: privatize_texts batched 256 texts while every door batches 1000, so one
+    seed gave other words from the first text on (seeded draws depend on the batches)."""
+    import inspect
+
+    from dxp_plugins.doors import DEFAULT_BATCH_SIZE
+
+    default = inspect.signature(privatize_texts).parameters["batch_size"].default
+    assert default == DEFAULT_BATCH_SIZE == 1000
+    texts = [f"the team won the final number {i}" for i in range(300)]
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        door = dxp.TextPrivatizer(epsilon=10.0, embeddings=glove_5k, random_state=7)
+        private = door.fit_transform(texts)
+        plain = privatize_texts(texts, dxp.Madlib(glove_5k, epsilon=10.0, random_state=7))
+        assert [result.text for result in plain] == private
 
 
 def test_oov_error_names_the_callers_text(glove_5k):

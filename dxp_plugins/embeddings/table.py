@@ -200,7 +200,15 @@ class EmbeddingTable:
         """Row ids of ``tokens`` after NFKC + lower-casing (``OOV_ID`` = -1 when absent).
 
         When several rows share a normalised key, the most frequent (else the first) wins.
+        ``tokens`` is a sequence of str: one word is ``[word]``.
         """
+        if isinstance(tokens, str | bytes | bytearray):
+            kind = type(tokens).__name__
+            raise TypeError(f"tokens must be a sequence of str, not one {kind}: use [word]")
+        if not set(map(type, tokens)) <= {str}:  # fast when every token is exactly a str
+            for position, token in enumerate(tokens):
+                if not isinstance(token, str):  # its type only: never the value (PRIVACY.md 18)
+                    raise TypeError(f"token {position} is a {type(token).__name__}, not str")
         keys = self._keys()
         get = keys.get
         return np.fromiter(

@@ -173,7 +173,13 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         return self._privatize(X)
 
     def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
-        """Fit, then privatize ``X`` (whatever ``privatize_at`` says)."""
+        """Fit, then privatize ``X`` (whatever ``privatize_at`` says). ``fit`` takes no
+        parameters, so any ``fit_params`` is refused, as scikit-learn's own steps do."""
+        if fit_params:
+            raise TypeError(
+                f"TextPrivatizer.fit_transform got unexpected keyword argument(s) "
+                f"{', '.join(map(repr, sorted(fit_params)))}"
+            )
         documents = _documents(X)  # once: X may be a generator
         # An array or table is read again by fit (its shape and column name), an iterator not.
         self.fit(X if hasattr(X, "shape") else documents, y)
@@ -233,6 +239,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
             entities=self.entities,
             token_filter=self.token_filter,
             seed=self.random_state,
+            names={"seed": "random_state"},
         )
         door.check_tagger(self.spacy_model)
         return FitSettings(door, privatize_at, self.spacy_model, self.accountant)

@@ -223,6 +223,7 @@ class Mechanism(ABC):
 
     def privatize(self, tokens: Sequence[str]) -> list[str]:
         """One private word per token, fresh noise for every occurrence."""
+        self._as_tokens(tokens, "tokens")  # a message about tokens, not a batch's document 0
         outputs, _ = self.privatize_batch([tokens])
         return outputs[0]
 
@@ -238,7 +239,7 @@ class Mechanism(ABC):
         """:meth:`privatize_batch`; ``charged``: see :meth:`_release`."""
         if isinstance(documents, str):
             raise TypeError("privatize_batch expects a sequence of token lists, not a str")
-        docs = [self._as_tokens(doc, position) for position, doc in enumerate(documents)]
+        docs = [self._as_tokens(doc, f"document {i}") for i, doc in enumerate(documents)]
         lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
         flat = [token for doc in docs for token in doc]
         ids, released = self._lookup(flat, lengths)
@@ -269,7 +270,7 @@ class Mechanism(ABC):
         OOVError ``oov="raise"`` would raise (and what sampling them could raise); charges
         and draws nothing. A caller that releases one text in parts sums it over the parts
         and charges the total once, before any part draws noise (:meth:`_reserve`)."""
-        docs = [self._as_tokens(doc, position) for position, doc in enumerate(documents)]
+        docs = [self._as_tokens(doc, f"document {i}") for i, doc in enumerate(documents)]
         lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
         ids, released = self._lookup([token for doc in docs for token in doc], lengths)
         if released.any():
@@ -361,15 +362,16 @@ class Mechanism(ABC):
         return points
 
     @staticmethod
-    def _as_tokens(doc: Any, position: int) -> Sequence[str]:
+    def _as_tokens(doc: Any, name: str) -> Sequence[str]:
+        """``doc`` if it is a sequence of str; ``name`` says what it is (``"document 3"``)."""
         if isinstance(doc, str) or not isinstance(doc, Sequence):
             raise TypeError(
-                f"document {position} must be a sequence of str tokens (for raw text use "
-                "dxp_plugins.privatize_text, which tokenizes)"
+                f"{name} must be a sequence of str tokens, got {type(doc).__name__} (for raw "
+                "text use dxp_plugins.privatize_text, which tokenizes)"
             )
         for token in doc:
             if not isinstance(token, str):
-                raise TypeError(f"document {position} holds a {type(token).__name__}, not str")
+                raise TypeError(f"{name} holds a {type(token).__name__}, not str")
         return doc
 
     def _settings(self) -> dict[str, Any]:

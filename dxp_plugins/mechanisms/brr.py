@@ -67,7 +67,8 @@ class BRR(Mechanism):
     Parameters
     ----------
     embeddings, epsilon, oov, random_state, accountant:
-        As for every :class:`~dxp_plugins.mechanisms.base.Mechanism`.
+        As for every :class:`~dxp_plugins.mechanisms.base.Mechanism` (codes without a
+        table: :meth:`from_codes`).
     n_bits:
         Code length of the SimHash binarization (default 256).
     codes:
@@ -90,6 +91,11 @@ class BRR(Mechanism):
         random_state: int | None = None,
         accountant: Accountant | None = None,
     ) -> None:
+        if isinstance(embeddings, BinaryCodes | np.ndarray):
+            raise TypeError(
+                "BRR takes an EmbeddingTable (or a registry name), not codes: for codes alone "
+                "use BRR.from_codes(words, codes, epsilon), or BRR(table, epsilon, codes=codes)"
+            )
         super().__init__(
             embeddings, epsilon, oov=oov, random_state=random_state, accountant=accountant
         )

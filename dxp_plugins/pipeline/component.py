@@ -99,7 +99,10 @@ class Privatizer:
                 raise ValueError(f"{key} must be a Python identifier, got {output[key]!r}")
         if output["doc_attr"] == output["guarantee_attr"]:
             raise ValueError("doc_attr and guarantee_attr must differ")
-        settings = DoorSettings.create(**values)
+        # Config keys are the settings' own names; the accountant is an attribute here.
+        settings = DoorSettings.create(
+            **values, names={"accountant": "the component's accountant attribute"}
+        )
         _install_extension(Token, output["token_attr"])
         _install_extension(Doc, output["doc_attr"])
         _install_extension(Doc, output["guarantee_attr"])
