@@ -68,6 +68,10 @@ def _library_version() -> str:
 class Guarantee:
     """The guarantee of one release (a token batch, a document or a corpus).
 
+    ``embeddings`` is the fingerprint of the public space the release searched: the
+    table's :attr:`~dxp_plugins.EmbeddingTable.fingerprint`, or for BRR a hash of the
+    table's and the binary codes' fingerprints (the codes are what it searches).
+
     Every field is checked when a record is built (:meth:`from_dict` included): a record
     with a negative, NaN or non-numeric epsilon or count, or an unknown RNG mode or OOV
     policy, would state or total a spend that no release made (TypeError/ValueError).

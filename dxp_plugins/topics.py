@@ -1,14 +1,18 @@
-"""Topic-model evaluation of private counts, and gensim adapters (Schofield et al., Sec. 5).
+"""Topic-model evaluation of private counts, and gensim adapters.
+
+The LDA and LSA measures are those of Schofield, Yauney & Mimno's evaluation (no section is
+cited: the paper is not available offline here, see :mod:`dxp_plugins.lplp`):
 
 * LDA: match each non-private topic to its best private topic by the Jaccard index of their
   top-20 words (:func:`topic_jaccard`), topic exclusivity (:func:`exclusivity`) and
   coherence through gensim's ``CoherenceModel`` (:func:`coherence`);
 * LSA: classification accuracy of a classifier trained on the private low-rank
   representation (:func:`lsa_accuracy`) and how well the private subspace reconstructs the
-  real counts (:func:`reconstruction_error`);
-* gensim: :func:`to_gensim` turns a document x feature count matrix (sparse, dense or a
-  DataFrame) into a ``Sparse2Corpus`` and a ``Dictionary`` with its document statistics;
-  :func:`gensim_lda` fits ``LdaModel`` on it.
+  real counts (:func:`reconstruction_error`).
+
+gensim: :func:`to_gensim` turns a document x feature count matrix (sparse, dense or a
+DataFrame) into a ``Sparse2Corpus`` and a ``Dictionary`` with its document statistics;
+:func:`gensim_lda` fits ``LdaModel`` on it.
 """
 
 from __future__ import annotations

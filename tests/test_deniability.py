@@ -183,7 +183,7 @@ def test_choose_epsilon_by_registry_name_uses_fresh_accountants(glove_5k):
         "madlib",
         words,
         embeddings=glove_5k,
-        params={"random_state": 3},
+        random_state=3,
         max_n_w=0.9,
         min_s_w=None,
         epsilons=[1.0, 1000.0 / 4],
@@ -195,13 +195,72 @@ def test_choose_epsilon_by_registry_name_uses_fresh_accountants(glove_5k):
         "madlib",
         words,
         embeddings=glove_5k,
-        params={"random_state": 3},
+        random_state=3,
         max_n_w=0.5,  # at epsilon 200 Madlib keeps every word
         min_s_w=None,
         epsilons=[200.0],
         n_samples=50,
     )
     assert none.epsilon is None and "no epsilon" in str(none)
+
+
+def test_choose_epsilon_takes_mechanism_params_by_the_doors_name(glove_5k):
+    """The options every door calls ``mechanism_params`` reach each mechanism built by name
+    (review 9, L8: they were ``params=``, a name no door uses)."""
+    table = glove_5k.most_frequent(500)
+    words = ["music", "city"]
+    search = {"max_n_w": 0.95, "min_s_w": None, "epsilons": [4.0]}  # beta decides N_w here
+    by_name = choose_epsilon(
+        "tem", words, embeddings=table, mechanism_params={"beta": 0.1}, method="exact", **search
+    )
+    by_factory = choose_epsilon(lambda e: dxp.TEM(table, e, beta=0.1), words, **search)
+    default = choose_epsilon("tem", words, embeddings=table, method="exact", **search)
+    [named], [built], [unset] = by_name.evaluations, by_factory.evaluations, default.evaluations
+    assert named.method == built.method == "exact"
+    np.testing.assert_array_equal(named.n_w, built.n_w)
+    assert named.n_w.max() == pytest.approx(0.9)  # beta = 0.1 reached the mechanism
+    assert unset.n_w.max() > 0.99
+    assert by_name.epsilon == 4.0 and default.epsilon is None
+
+
+@pytest.mark.parametrize("key", ["epsilon", "accountant", "random_state", "embeddings"])
+def test_choose_epsilon_refuses_mechanism_params_it_sets_itself(glove_5k, key):
+    """A named ValueError, not Python's "got multiple values for keyword argument"."""
+    with pytest.raises(ValueError, match=f"mechanism_params may not set {key}: ") as error:
+        choose_epsilon(
+            "madlib",
+            ["music"],
+            embeddings=glove_5k,
+            mechanism_params={key: 1},
+            max_n_w=0.5,
+            min_s_w=None,
+            epsilons=[1.0],
+        )
+    if key in ("random_state", "embeddings"):
+        assert f"own {key}= argument" in str(error.value)
+
+
+def test_choose_epsilon_random_state_is_checked_and_only_for_registry_names(glove_5k):
+    search = {"max_n_w": 0.5, "min_s_w": None, "epsilons": [1.0]}
+    with pytest.raises(ValueError, match="random_state must be >= 0"):
+        choose_epsilon("madlib", ["music"], embeddings=glove_5k, random_state=-1, **search)
+    with pytest.raises(TypeError, match="generator objects are not accepted"):
+        choose_epsilon(
+            "madlib",
+            ["music"],
+            embeddings=glove_5k,
+            random_state=np.random.default_rng(0),
+            **search,
+        )
+    with pytest.raises(TypeError, match="mechanism_params must be a dict"):
+        choose_epsilon(
+            "madlib", ["music"], embeddings=glove_5k, mechanism_params=[("index", "hnsw")], **search
+        )
+    factory = lambda epsilon: dxp.Madlib(glove_5k, epsilon)  # noqa: E731
+    with pytest.raises(ValueError, match="a factory takes no random_state"):
+        choose_epsilon(factory, ["music"], random_state=0, **search)
+    with pytest.raises(ValueError, match="a factory takes no mechanism_params"):
+        choose_epsilon(factory, ["music"], mechanism_params={"index": "hnsw"}, **search)
 
 
 # -- the scale of epsilon and sampling words -------------------------------------------------
@@ -612,7 +671,7 @@ def test_choose_epsilon_refuses_a_monte_carlo_s_w_target_above_the_draws(glove_5
             "tem",
             ["music", "city"],
             embeddings=glove_5k,
-            params={"random_state": 0},
+            random_state=0,
             max_n_w=None,
             min_s_w=500,
             epsilons=[0.25, 0.5],
@@ -775,8 +834,7 @@ def test_two_sided_normal_quantile():
 def test_conservative_monte_carlo_search_judges_s_w_by_its_lower_bound(glove_5k):
     table = glove_5k.most_frequent(1000)
     words = ["music", "city", "team"]
-    seeded = {"random_state": 0}
-    probe = plausible_deniability(dxp.Madlib(table, 4.0, **seeded), words, 200)
+    probe = plausible_deniability(dxp.Madlib(table, 4.0, random_state=0), words, 200)
     target = int(probe.s_w.min())  # the plug-in meets it, the lower bound does not
     assert probe.s_w_low.min() < target
     for conservative in (True, False):
@@ -784,7 +842,7 @@ def test_conservative_monte_carlo_search_judges_s_w_by_its_lower_bound(glove_5k)
             "madlib",
             words,
             embeddings=table,
-            params=seeded,
+            random_state=0,
             max_n_w=None,
             min_s_w=target,
             epsilons=[4.0],

@@ -565,3 +565,27 @@ def test_release_record_never_calls_given_weights_uniform():
     assert "uniform" not in record.weights
     assert record.grouping != "none"  # 4 features in 2 groups is a compression
     assert "uniform" in LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(1).weights
+
+
+def test_lplp_docstrings_cite_no_section_of_the_unavailable_paper():
+    """Review 9, L9: the Schofield, Yauney & Mimno paper is not available offline, so the
+    LPLP modules say so once and cite the privacy contract instead; no module invents a
+    section number for it (topics.py cited a "Sec. 5" nothing in the repository supports)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import dxp_plugins.lplp as lplp
+    from dxp_plugins import topics
+    from dxp_plugins.estimators import lplp as estimator
+
+    doc = " ".join(lplp.__doc__.split())
+    assert "not available offline" in doc
+    assert "PRIVACY.md 8" in doc and "9 (" in doc and "10 (" in doc
+    modules = [topics, estimator, lplp] + [
+        importlib.import_module(f"dxp_plugins.lplp.{info.name}")
+        for info in pkgutil.iter_modules(lplp.__path__)
+    ]
+    for module in modules:
+        source = inspect.getsource(module)
+        assert not re.search(r"(Sec\.|Section|§|Eq\.|Algorithm)\s*\d", source), module.__name__

@@ -3,9 +3,11 @@ gensim adapter, guarantees, and the topic evaluation helpers (on gensim's real L
 
 from __future__ import annotations
 
+import inspect
 import pickle
 import re
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -686,3 +688,196 @@ def test_lsa_accuracy_trains_on_train_and_scores_on_test():
 def test_texts_instead_of_counts_say_what_goes_before(texts):
     with pytest.raises(TypeError, match=r"not texts: put CountVectorizer\(vocabulary="):
         LPLPTransformer(epsilon=1.0).fit(texts)
+
+
+# -- embeddings settings as in the word doors (review 9, M2) ----------------------------------
+@pytest.fixture
+def eight_words(glove_5k, tmp_path) -> tuple[list[str], dict[str, Any]]:
+    """Eight GloVe words as a header-less GloVe text file, and its loader arguments."""
+    from tests.door_fixtures import write_glove
+
+    words = [word for word in glove_5k.words if word.isalpha()][:8]
+    table = dxp.EmbeddingTable(words, glove_5k.vectors[glove_5k.lookup(words)])
+    path = write_glove(table, tmp_path / "eight.txt")
+    return words, {"path": str(path), "no_header": True}
+
+
+def eight_counts() -> np.ndarray:
+    return np.random.default_rng(0).poisson(1.0, (6, 8))
+
+
+def test_embeddings_by_name_take_the_doors_loader_arguments(eight_words):
+    """keyed-vectors.v1 (a GloVe text file) by name: unreachable before, as the estimator
+    had no embeddings_params (its error named path/keyed_vectors, which it did not take)."""
+    words, params = eight_words
+    transformer = LPLPTransformer(
+        epsilon=1.0,
+        n_groups=2,
+        grouping="glove-cluster",
+        vocabulary=words,
+        embeddings="keyed-vectors.v1",
+        embeddings_params=params,
+    ).fit(eight_counts())
+    table = dxp.load_embeddings("keyed-vectors.v1", **params)
+    assert transformer.release_.embeddings == table.fingerprint
+    assert transformer.transform(eight_counts()).shape == (6, 8)
+    assert transformer.last_guarantee_.embeddings == table.fingerprint
+    smaller = clone(transformer).set_params(vocab_size=4).fit(eight_counts())
+    four = dxp.load_embeddings("keyed-vectors.v1", **params, vocab_size=4)
+    assert smaller.release_.embeddings == four.fingerprint != table.fingerprint
+
+
+def test_vocab_size_keeps_the_most_frequent_rows_of_a_registry_table(glove_5k):
+    transformer = LPLPTransformer(
+        epsilon=1.0,
+        weights="zipf",
+        vocabulary=list(glove_5k.words[:12]),
+        embeddings="glove-6b-50d",
+        vocab_size=5000,
+    ).fit(small_counts())
+    assert transformer.release_.embeddings == glove_5k.fingerprint
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "match"),
+    [
+        ({"embeddings_params": {"path": "x.txt"}}, ValueError, "given without embeddings"),
+        ({"vocab_size": 10}, ValueError, "given without embeddings"),
+        ({"embeddings": "keyed-vectors.v1"}, ValueError, "keyed_vectors or path"),
+        ({"embeddings": "no-such-table"}, ValueError, "embeddings: unknown name"),
+        ({"embeddings": "glove-6b-50d", "vocab_size": 0}, ValueError, "vocab_size must be >= 1"),
+        ({"embeddings": "glove-6b-50d", "vocab_size": 2.5}, TypeError, "vocab_size must be an"),
+        (
+            {"embeddings": "glove-6b-50d", "embeddings_params": ["vocab_size", 3]},
+            TypeError,
+            "embeddings_params must be a dict",
+        ),
+        (
+            {"embeddings": "glove-6b-50d", "vocab_size": 3, "embeddings_params": {"vocab_size": 3}},
+            ValueError,
+            "not both",
+        ),
+    ],
+)
+def test_embeddings_settings_get_the_doors_checks(settings, error, match):
+    with pytest.raises(error, match=match):
+        LPLPTransformer(**settings).fit(small_counts())
+
+
+def test_embeddings_settings_with_a_table_object_get_the_doors_checks(glove_5k):
+    with pytest.raises(ValueError, match="an EmbeddingTable is already loaded"):
+        LPLPTransformer(embeddings=glove_5k, embeddings_params={"path": "x"}).fit(small_counts())
+    unranked = dxp.EmbeddingTable(["a", "b", "c"], np.eye(3))
+    with pytest.raises(ValueError, match="no frequency_rank"):
+        LPLPTransformer(embeddings=unranked, vocab_size=2).fit(small_counts())
+    ranked = LPLPTransformer(embeddings=glove_5k, vocab_size=300).fit(small_counts())
+    assert ranked.release_.embeddings == glove_5k.most_frequent(300).fingerprint
+
+
+def test_embeddings_settings_changed_since_fit_are_refused(eight_words):
+    """The new parameters are settings of the fitted release like every other: a change by
+    set_params, or an edit of the embeddings_params dict in place, is refused."""
+    words, params = eight_words
+    transformer = LPLPTransformer(
+        epsilon=1.0,
+        n_groups=2,
+        grouping="glove-cluster",
+        vocabulary=words,
+        embeddings="keyed-vectors.v1",
+        embeddings_params=params,
+    ).fit(eight_counts())
+    transformer.set_params(vocab_size=4)
+    with pytest.raises(ValueError, match="vocab_size changed since fit"):
+        transformer.transform(eight_counts())
+    transformer.set_params(vocab_size=None, embeddings_params={**params, "vocab_size": 4})
+    with pytest.raises(ValueError, match="embeddings_params changed since fit"):
+        transformer.transform(eight_counts())
+    transformer.set_params(embeddings_params=params)
+    params["vocab_size"] = 4  # the dict given to fit, edited in place
+    with pytest.raises(ValueError, match="embeddings_params changed since fit"):
+        transformer.guarantee(1)
+    assert transformer.accountant_.spent == 0
+    transformer.fit(eight_counts()).transform(eight_counts())
+    four = dxp.load_embeddings("keyed-vectors.v1", **params)
+    assert transformer.last_guarantee_.embeddings == four.fingerprint
+
+
+def test_a_pickle_without_the_embeddings_settings_still_transforms(counts):
+    """A transformer pickled before embeddings_params/vocab_size existed loads with their
+    default (None, what it was fitted with) and is not refused as changed."""
+    fitted = LPLPTransformer(epsilon=1.0, n_groups=10).fit(counts)
+    state = fitted.__getstate__()
+    for name in ("embeddings_params", "vocab_size"):
+        del state[name], state["_fitted_params"][name]
+    old = LPLPTransformer.__new__(LPLPTransformer)
+    old.__setstate__(state)
+    assert old.get_params()["vocab_size"] is None
+    assert old.transform(counts[:3]).shape == (3, counts.shape[1])
+
+
+# -- conventions shared with TextPrivatizer (review 9, L2) -------------------------------------
+def test_the_accountant_charged_is_exposed_as_accountant_():
+    fresh = LPLPTransformer(epsilon=2.0).fit(small_counts())
+    assert isinstance(fresh.accountant_, dxp.Accountant)
+    assert fresh.accountant_ is fresh.release_.accountant
+    fresh.transform(small_counts())
+    assert fresh.accountant_.spent == 2.0
+    ledger = dxp.Accountant()
+    given = LPLPTransformer(epsilon=2.0, accountant=ledger).fit(small_counts())
+    assert given.accountant_ is ledger
+    assert LPLPTransformer(epsilon=2.0).fit(small_counts()).accountant_ is not fresh.accountant_
+
+
+def test_parameters_are_keyword_only():
+    with pytest.raises(TypeError):
+        LPLPTransformer(2.0)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        LPLPTransformer(2.0, 3)  # type: ignore[misc]
+    assert all(
+        parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        for parameter in inspect.signature(LPLPTransformer).parameters.values()
+    )
+
+
+def test_the_docstring_names_every_parameter_and_fitted_attribute(vocabulary, glove_5k):
+    pandas = pytest.importorskip("pandas")
+    doc = LPLPTransformer.__doc__
+    for name in inspect.signature(LPLPTransformer).parameters:
+        assert re.search(rf"\b{name}\b", doc), name
+    frame = pandas.DataFrame(np.ones((3, 12), dtype=int), columns=vocabulary[:12])
+    fitted = LPLPTransformer(
+        n_groups=4,
+        vocabulary=vocabulary[:12],
+        embeddings=glove_5k,
+        weights="dp-histogram",
+        histogram_epsilon=1.0,
+    ).fit(frame)
+    fitted.transform(frame)
+    attributes = {name for name in vars(fitted) if name.endswith("_") and name[0] != "_"}
+    attributes |= {name for name in dir(type(fitted)) if name.endswith("_") and name[0] != "_"}
+    assert {"accountant_", "feature_names_in_", "histogram_", "last_guarantee_"} <= attributes
+    attributes_section = doc.split("Attributes\n    ----------")[1]
+    for name in attributes:
+        assert re.search(rf"\b{name}", attributes_section), name
+    assert "default 1.0" in doc  # the epsilon default and why it is safe here are documented
+
+
+def test_settings_holding_arrays_are_compared_by_value(monkeypatch):
+    """Dict settings are copied at fit (to see in-place edits), so one holding an array is
+    compared item by item: an equal array is no change, another one is."""
+    from tests.door_fixtures import register
+
+    def by_labels(context, labels):
+        return np.asarray(labels)
+
+    register(monkeypatch, "groupings", "by-labels-test", by_labels)
+    labels = np.arange(12) % 4
+    transformer = LPLPTransformer(
+        n_groups=4, grouping="by-labels-test", grouping_params={"labels": labels}
+    ).fit(small_counts())
+    assert transformer.transform(small_counts()).shape == (20, 12)
+    transformer.set_params(grouping_params={"labels": labels.copy()})
+    assert transformer.transform(small_counts()).shape == (20, 12)
+    transformer.set_params(grouping_params={"labels": (labels + 1) % 4})
+    with pytest.raises(ValueError, match="grouping_params changed since fit"):
+        transformer.transform(small_counts())

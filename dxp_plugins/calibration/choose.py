@@ -6,10 +6,13 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from .._random import check_seed
 from .._validation import check_epsilon, check_int, check_probability
 from ..embeddings.table import EmbeddingTable
 from ..errors import warn
@@ -120,15 +123,58 @@ class EpsilonChoice:
 
 MechanismFactory = Callable[[float], "Mechanism"]
 
+#: Mechanism arguments :func:`choose_epsilon` sets itself, and where to set them instead.
+_RESERVED = {
+    "epsilon": "choose_epsilon sets each mechanism's epsilon (give epsilons= for the grid)",
+    "accountant": "choose_epsilon gives each mechanism a fresh accountant (calibration "
+    "draws public words and never touches a budget)",
+    "random_state": "use choose_epsilon's own random_state= argument",
+    "embeddings": "use choose_epsilon's own embeddings= argument",
+}
+
+
+def _check_mechanism_params(mechanism_params: Any) -> dict[str, Any]:
+    """The registry mechanism's options, without the ones choose_epsilon sets itself."""
+    if mechanism_params is None:
+        return {}
+    if not isinstance(mechanism_params, Mapping):
+        raise TypeError(f"mechanism_params must be a dict, got {type(mechanism_params).__name__}")
+    for key in mechanism_params:
+        if key in _RESERVED:
+            raise ValueError(f"mechanism_params may not set {key}: {_RESERVED[key]}")
+    return dict(mechanism_params)
+
+
+def _check_random_state(random_state: Any) -> int | None:
+    """None (secure randomness) or a non-negative int seed."""
+    if random_state is None:
+        return None
+    if isinstance(random_state, np.random.Generator | np.random.RandomState):
+        check_seed(random_state)  # refused, with the reason every door gives
+    return check_int(random_state, "random_state", minimum=0)
+
 
 def _factory(
     mechanism: str | MechanismFactory,
     embeddings: EmbeddingTable | str | None,
-    params: dict[str, Any],
+    mechanism_params: dict[str, Any],
+    random_state: int | None,
 ) -> MechanismFactory:
     if callable(mechanism):
-        if embeddings is not None or params:
-            raise ValueError("embeddings= and params= apply to a registry name, not a factory")
+        given = [
+            name
+            for name, value in (
+                ("embeddings", embeddings),
+                ("mechanism_params", mechanism_params or None),
+                ("random_state", random_state),
+            )
+            if value is not None
+        ]
+        if given:
+            raise ValueError(
+                f"a factory takes no {', '.join(given)}: it builds each mechanism with its own "
+                "table, options and seed (these are for a mechanism given by registry name)"
+            )
         return mechanism
     if not isinstance(mechanism, str):
         raise TypeError("mechanism must be a registry name or a callable epsilon -> Mechanism")
@@ -144,6 +190,9 @@ def _factory(
         from ..guarantee import Accountant
         from ..mechanisms import make_mechanism
 
+        params = dict(mechanism_params)
+        if random_state is not None:
+            params["random_state"] = random_state
         # A fresh accountant: calibration draws public words and must not touch a budget.
         return make_mechanism(mechanism, table, epsilon=epsilon, accountant=Accountant(), **params)
 
@@ -155,7 +204,8 @@ def choose_epsilon(
     words: Sequence[str | int],
     *,
     embeddings: EmbeddingTable | str | None = None,
-    params: dict[str, Any] | None = None,
+    mechanism_params: Mapping[str, Any] | None = None,
+    random_state: int | None = None,
     max_n_w: float | None = 0.5,
     min_s_w: float | None = 50,
     epsilons: Sequence[float] = DEFAULT_GRID,
@@ -170,9 +220,12 @@ def choose_epsilon(
 ) -> EpsilonChoice:
     """The largest epsilon whose worst case over ``words`` meets the target (Madlib §4.1).
 
-    ``mechanism`` is a registry name (with ``embeddings=`` and extra ``params=``; each
-    epsilon gets its own mechanism and a fresh accountant) or a callable
-    ``epsilon -> Mechanism``. The target is ``max_w N_w <= max_n_w`` and
+    ``mechanism`` is a registry name (with ``embeddings=``, the mechanism's options in
+    ``mechanism_params=`` as every door names them, e.g. ``{"index": "hnsw"}``, and
+    ``random_state=``; each epsilon gets its own mechanism and a fresh accountant) or a
+    callable ``epsilon -> Mechanism``. ``mechanism_params`` may not set ``epsilon``,
+    ``accountant``, ``random_state`` or ``embeddings``, which choose_epsilon sets itself
+    (ValueError naming the key). The target is ``max_w N_w <= max_n_w`` and
     ``min_w S_w >= min_s_w`` (None drops a condition). The search evaluates ``epsilons`` in
     increasing order until one fails, then bisects the bracket ``refine`` times on a log
     scale; it relies on N_w growing and S_w shrinking with epsilon and reports in
@@ -189,8 +242,9 @@ def choose_epsilon(
 
     With Monte Carlo (no closed form) and ``conservative=True`` each word is judged by the
     upper confidence bound of N_w and the lower bound of S_w; see :attr:`EpsilonChoice.caveat`.
-    For reproducible results seed the mechanisms (``params={"random_state": 0}`` with a
-    registry name).
+    For reproducible results seed the mechanisms: ``random_state=0`` with a registry name
+    (None, the default, draws secure noise; an int warns, as everywhere), or seed them in
+    the factory.
     """
     if max_n_w is None and min_s_w is None:
         raise ValueError("give a target: max_n_w, min_s_w or both")
@@ -206,7 +260,12 @@ def choose_epsilon(
     if not grid:
         raise ValueError("give at least one epsilon")
     refine = check_int(refine, "refine", minimum=0)
-    build = _factory(mechanism, embeddings, dict(params or {}))
+    build = _factory(
+        mechanism,
+        embeddings,
+        _check_mechanism_params(mechanism_params),
+        _check_random_state(random_state),
+    )
     if method == "monte_carlo":  # before any draw
         _check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
     done: dict[float, PlausibleDeniability] = {}

@@ -15,6 +15,7 @@ fixed public word list (e.g. frequent GloVe words) and pass the same list (or di
 
 from __future__ import annotations
 
+import copy
 import numbers
 import re
 from collections.abc import Mapping, Sequence, Set
@@ -42,6 +43,10 @@ _SPARSE = ("csr", "csc", "coo")
 #: Side streams for fitting: the grouping is published, so its draws must never be the
 #: noise draws (or the DP histogram's), which one seeded generator would hand them.
 _GROUPING_STREAM, _HISTOGRAM_STREAM = 0x4C504C50, 0x48495354  # "LPLP", "HIST"
+#: Parameters added after the first release: None in pickles made before them.
+_ADDED_PARAMS = ("embeddings_params", "vocab_size")
+#: A fitted setting that was not recorded (differs from every value).
+_ABSENT = object()
 
 
 class LPLPTransformer(TransformerMixin, BaseEstimator):
@@ -50,10 +55,18 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     epsilon:
-        Per-document privacy parameter of (N, epsilon)-LPLP.
+        Per-document privacy parameter of (N, epsilon)-LPLP; default 1.0. The word doors
+        have no default epsilon (theirs is per unit of the mechanism's metric, so a value's
+        meaning depends on the table); this one has a single scale once N is fixed, the
+        count: with the default N = 1, adding or removing one word occurrence changes the
+        probability of any output by at most a factor e^epsilon, on every corpus and
+        vocabulary (each compressed entry gets two-sided geometric noise with
+        ``alpha = exp(-epsilon / N)``). The record states the (N, epsilon) used.
     n_changes:
-        N: documents whose counts differ by at most N in total (L1) are
-        epsilon-indistinguishable.
+        N (default 1): documents whose counts differ by at most N in total (L1) are
+        epsilon-indistinguishable. Replacing one word is a change of 2; documents further
+        apart get the weaker e^(epsilon * distance / N): raise N to cover more of a
+        document (the noise grows with N / epsilon).
     n_groups:
         K compressed features; None (default) releases the M features uncompressed.
     grouping:
@@ -70,7 +83,18 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         otherwise, as scikit-learn refuses reordered columns). Needed by embedding-based
         groupings and weights; the feature names out follow it.
     embeddings:
-        Public embeddings (an ``EmbeddingTable`` or a registry name, e.g. ``"glove-6b-50d"``).
+        Public embeddings: None (default; enough for groupings and weights that read no
+        vector or rank, e.g. ``"random"``, ``"uniform"``, a DP histogram), an
+        ``EmbeddingTable`` or a registry name (e.g. ``"glove-6b-50d"``, or
+        ``"keyed-vectors.v1"`` with ``embeddings_params``).
+    embeddings_params, vocab_size:
+        As for the word doors (``TextPrivatizer``, the spaCy component, the CLI), resolved by
+        the same code (:class:`~dxp_plugins.doors.DoorSettings`) with the same checks:
+        ``embeddings_params`` are the registry loader's arguments (e.g. ``{"path": ...,
+        "no_header": True}``; refused with an ``EmbeddingTable``, which is already loaded),
+        ``vocab_size`` keeps the most frequent words (a table needs a frequency rank). Tables
+        of the same name and arguments are loaded once per process and shared with the
+        doors. Both need ``embeddings``.
     weights:
         Decompression weights: ``"uniform"``, ``"zipf"`` (public frequency rank),
         ``"dp-histogram"`` or an array of public counts; never the documents' own counts.
@@ -89,10 +113,40 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         them. A process-based ``n_jobs`` worker gets a pickled copy, which refuses to
         charge when a cap is set (see :class:`~dxp_plugins.Accountant`) and without one
         records its releases in the worker only: this process's ledger does not move.
+        None (default): a fresh one per ``fit``.
+
+    Every parameter is keyword-only. ``transform`` refuses (ValueError, nothing charged)
+    after ``set_params`` changed any of them since ``fit``.
+
+    Attributes
+    ----------
+    release_:
+        The fitted :class:`~dxp_plugins.lplp.LPLPRelease` (grouping, weights, noise
+        calibration, random source and accountant) that every ``transform`` draws from.
+    accountant_:
+        The accountant charged: ``accountant`` when given, else the one made by ``fit``
+        (the same object as ``release_.accountant``).
+    groups_:
+        The group (0 .. K-1) of each feature: the public partition.
+    n_groups_:
+        K, the number of compressed features (M when nothing is compressed).
+    weights_:
+        The decompression weight of each feature (public, or the DP histogram's).
+    histogram_:
+        The DP corpus histogram released by ``fit`` (None when nothing used one).
+    calibration_:
+        The :class:`~dxp_plugins.lplp.NoiseCalibration`: per-entry noise rate and the true
+        (N, epsilon) it gives.
+    last_guarantee_:
+        The :class:`~dxp_plugins.lplp.LPLPGuarantee` of the latest ``transform`` (None
+        before the first).
+    n_features_in_, feature_names_in_:
+        M, and the column names when ``fit`` was given a DataFrame (scikit-learn's own).
     """
 
     def __init__(
         self,
+        *,
         epsilon: float = 1.0,
         n_changes: int = 1,
         n_groups: int | None = None,
@@ -100,6 +154,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         grouping_params: dict[str, Any] | None = None,
         vocabulary: Sequence[str] | Mapping[str, int] | None = None,
         embeddings: EmbeddingTable | str | None = None,
+        embeddings_params: dict[str, Any] | None = None,
+        vocab_size: int | None = None,
         weights: Any = "uniform",
         histogram_epsilon: float | None = None,
         calibration: str = "sound",
@@ -113,6 +169,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.grouping_params = grouping_params
         self.vocabulary = vocabulary
         self.embeddings = embeddings
+        self.embeddings_params = embeddings_params
+        self.vocab_size = vocab_size
         self.weights = weights
         self.histogram_epsilon = histogram_epsilon
         self.calibration = calibration
@@ -149,13 +207,39 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         return words
 
     def _embeddings(self) -> EmbeddingTable | None:
-        if self.embeddings is None or isinstance(self.embeddings, EmbeddingTable):
-            return self.embeddings
-        if isinstance(self.embeddings, str):
-            from ..embeddings import load_embeddings
+        """The public table, resolved as the word doors resolve theirs."""
+        if self.embeddings is None:
+            given = [
+                name
+                for name, value in (
+                    ("embeddings_params", self.embeddings_params),
+                    ("vocab_size", self.vocab_size),
+                )
+                if value is not None
+            ]
+            if given:
+                raise ValueError(
+                    f"{' and '.join(given)} given without embeddings: set embeddings= (a "
+                    "registry name, or an EmbeddingTable for vocab_size)"
+                )
+            return None
+        if not isinstance(self.embeddings, EmbeddingTable | str):
+            raise TypeError("embeddings must be an EmbeddingTable, a registry name or None")
+        if isinstance(self.embeddings, EmbeddingTable) and (
+            self.embeddings_params is None and self.vocab_size is None
+        ):
+            return self.embeddings  # nothing to check or load
+        from ..doors import DoorSettings
 
-            return load_embeddings(self.embeddings)
-        raise TypeError("embeddings must be an EmbeddingTable, a registry name or None")
+        # The doors' own checks (registered name, loader arguments, vocab_size) and their
+        # shared loads. epsilon is a placeholder: these settings never build a mechanism.
+        settings = DoorSettings.create(
+            epsilon=1.0,
+            embeddings=self.embeddings,
+            embeddings_params=self.embeddings_params,
+            vocab_size=self.vocab_size,
+        )
+        return settings.load_embeddings()
 
     def fit(self, X: Any, y: Any = None) -> LPLPTransformer:
         """Build the public grouping and decompression weights for X's features."""
@@ -241,9 +325,11 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.weights_ = weights
         self.histogram_ = histogram.get("counts")
         self.calibration_ = calibrated
-        # Arrays copied: an in-place edit after fit (weights[:] = ...) is a change too.
+        self.accountant_ = accountant
+        # Arrays, lists and dicts copied (shallow): an in-place edit after fit
+        # (weights[:] = ..., embeddings_params["path"] = ...) is a change too.
         self._fitted_params = {
-            name: value.copy() if isinstance(value, np.ndarray) else value
+            name: copy.copy(value) if isinstance(value, np.ndarray | list | dict) else value
             for name, value in self.get_params(deep=False).items()
         }
         return self
@@ -258,13 +344,23 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         changed = [
             name
             for name, value in self.get_params(deep=False).items()
-            if not _same_param(value, fitted[name])
+            if not _same_param(value, fitted.get(name, _ABSENT))
         ]
         if changed:
             raise ValueError(
                 f"{', '.join(changed)} changed since fit: call fit again before transform "
                 "(the fitted release still uses the old settings)"
             )
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Pickles of the previous version lack the parameters added since (their default,
+        None, is what those fits used)."""
+        for name in _ADDED_PARAMS:
+            state.setdefault(name, None)
+            fitted = state.get("_fitted_params")
+            if fitted is not None:
+                fitted.setdefault(name, None)
+        super().__setstate__(state)
 
     # -- releasing --------------------------------------------------------------------------
     def transform(self, X: Any) -> sp.csr_matrix | sp.csr_array | np.ndarray:
@@ -321,8 +417,14 @@ def _same_param(value: Any, fitted: Any) -> bool:
     if isinstance(value, (list, tuple, dict)) and type(value) is type(fitted):
         try:
             return bool(value == fitted)
-        except (TypeError, ValueError):
-            return False
+        except (TypeError, ValueError):  # an array inside: compare item by item
+            if isinstance(value, dict) and isinstance(fitted, dict):
+                return value.keys() == fitted.keys() and all(
+                    _same_param(value[key], fitted[key]) for key in value
+                )
+            return len(value) == len(fitted) and all(
+                _same_param(a, b) for a, b in zip(value, fitted, strict=True)
+            )
     return False
 
 
