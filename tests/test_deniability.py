@@ -223,6 +223,20 @@ def test_choose_epsilon_takes_mechanism_params_by_the_doors_name(glove_5k):
     assert by_name.epsilon == 4.0 and default.epsilon is None
 
 
+def test_choose_epsilon_with_hnsw_says_its_choice_holds_for_hnsw_only(glove_5k):
+    """HNSW misses isolated words and understates their N_w (400k GloVe, 'householder' at
+    epsilon 5: 0.57 against 0.91 exact), so an HNSW calibration must not pass for exact."""
+    table = glove_5k.most_frequent(1000)
+    search = {"max_n_w": 0.99, "min_s_w": None, "epsilons": [5.0], "n_samples": 20}
+    words = ["music", "city"]
+    hnsw = choose_epsilon(
+        "madlib", words, embeddings=table, mechanism_params={"index": "hnsw"}, **search
+    )
+    exact = choose_epsilon("madlib", words, embeddings=table, **search)
+    assert "HNSW" in hnsw.caveat and "index you deploy" in hnsw.caveat
+    assert "HNSW" not in exact.caveat
+
+
 @pytest.mark.parametrize("key", ["epsilon", "accountant", "random_state", "embeddings"])
 def test_choose_epsilon_refuses_mechanism_params_it_sets_itself(glove_5k, key):
     """A named ValueError, not Python's "got multiple values for keyword argument"."""
