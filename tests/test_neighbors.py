@@ -183,7 +183,9 @@ def test_a_bad_hnsw_cache_is_rebuilt_never_used(glove_5k, tmp_path, monkeypatch)
         else:
             faiss.write_index(bad, str(path))
         index = HNSWIndex(glove_5k, m=8, ef_construction=20)
-        assert np.mean(index.search_raw(queries) == np.arange(200)) > 0.95
+        # > 0.9: a small graph built by several threads varies between builds (0.95 was
+        # reached exactly under faiss 1.8); a wrong graph agrees ~0
+        assert np.mean(index.search_raw(queries) == np.arange(200)) > 0.9
     assert faiss.read_index(str(path)).ntotal == len(glove_5k)  # replaced by a good graph
 
 
@@ -192,7 +194,7 @@ def test_an_unusable_cache_folder_keeps_the_graph_in_memory(glove_5k, tmp_path, 
     blocker.write_text("")
     monkeypatch.setenv("DXP_CACHE", str(blocker / "cache"))  # cannot be created
     index = HNSWIndex(glove_5k, m=8, ef_construction=20)
-    assert np.mean(index.search_raw(glove_5k.vectors[:100]) == np.arange(100)) > 0.95
+    assert np.mean(index.search_raw(glove_5k.vectors[:100]) == np.arange(100)) > 0.9
 
 
 # -- review 7: float64 decoding, bounded fallback memory, one build, HNSW limits -------------
