@@ -841,7 +841,7 @@ def test_parameters_are_keyword_only():
 
 def test_the_docstring_names_every_parameter_and_fitted_attribute(vocabulary, glove_5k):
     pandas = pytest.importorskip("pandas")
-    doc = LPLPTransformer.__doc__
+    doc = inspect.cleandoc(LPLPTransformer.__doc__)  # Python 3.13 dedents docstrings itself
     for name in inspect.signature(LPLPTransformer).parameters:
         assert re.search(rf"\b{name}\b", doc), name
     frame = pandas.DataFrame(np.ones((3, 12), dtype=int), columns=vocabulary[:12])
@@ -856,7 +856,7 @@ def test_the_docstring_names_every_parameter_and_fitted_attribute(vocabulary, gl
     attributes = {name for name in vars(fitted) if name.endswith("_") and name[0] != "_"}
     attributes |= {name for name in dir(type(fitted)) if name.endswith("_") and name[0] != "_"}
     assert {"accountant_", "feature_names_in_", "histogram_", "last_guarantee_"} <= attributes
-    attributes_section = doc.split("Attributes\n    ----------")[1]
+    attributes_section = doc.split("Attributes\n----------")[1]
     for name in attributes:
         assert re.search(rf"\b{name}", attributes_section), name
     assert "default 1.0" in doc  # the epsilon default and why it is safe here are documented
