@@ -706,11 +706,9 @@ def eight_counts() -> np.ndarray:
     return np.random.default_rng(0).poisson(1.0, (6, 8))
 
 
-def test_embeddings_by_name_take_the_doors_loader_arguments(eight_words):
-    """keyed-vectors.v1 (a GloVe text file) by name: unreachable before, as the estimator
-    had no embeddings_params (its error named path/keyed_vectors, which it did not take)."""
-    words, params = eight_words
-    transformer = LPLPTransformer(
+def fitted_by_name(words: list[str], params: dict[str, Any]) -> LPLPTransformer:
+    """GLOVE-CLUSTER over the eight words, its table loaded by registry name."""
+    return LPLPTransformer(
         epsilon=1.0,
         n_groups=2,
         grouping="glove-cluster",
@@ -718,6 +716,13 @@ def test_embeddings_by_name_take_the_doors_loader_arguments(eight_words):
         embeddings="keyed-vectors.v1",
         embeddings_params=params,
     ).fit(eight_counts())
+
+
+def test_embeddings_by_name_take_the_doors_loader_arguments(eight_words):
+    """keyed-vectors.v1 (a GloVe text file) by name: unreachable before, as the estimator
+    had no embeddings_params (its error named path/keyed_vectors, which it did not take)."""
+    words, params = eight_words
+    transformer = fitted_by_name(words, params)
     table = dxp.load_embeddings("keyed-vectors.v1", **params)
     assert transformer.release_.embeddings == table.fingerprint
     assert transformer.transform(eight_counts()).shape == (6, 8)
@@ -778,14 +783,7 @@ def test_embeddings_settings_changed_since_fit_are_refused(eight_words):
     """The new parameters are settings of the fitted release like every other: a change by
     set_params, or an edit of the embeddings_params dict in place, is refused."""
     words, params = eight_words
-    transformer = LPLPTransformer(
-        epsilon=1.0,
-        n_groups=2,
-        grouping="glove-cluster",
-        vocabulary=words,
-        embeddings="keyed-vectors.v1",
-        embeddings_params=params,
-    ).fit(eight_counts())
+    transformer = fitted_by_name(words, params)
     transformer.set_params(vocab_size=4)
     with pytest.raises(ValueError, match="vocab_size changed since fit"):
         transformer.transform(eight_counts())

@@ -209,6 +209,10 @@ class EmbeddingTable:
             for position, token in enumerate(tokens):
                 if not isinstance(token, str):  # its type only: never the value (PRIVACY.md 18)
                     raise TypeError(f"token {position} is a {type(token).__name__}, not str")
+        return self._rows(tokens)
+
+    def _rows(self, tokens: Sequence[str]) -> np.ndarray:
+        """:meth:`lookup` of tokens already known to be str (the mechanisms check them)."""
         keys = self._keys()
         get = keys.get
         return np.fromiter(

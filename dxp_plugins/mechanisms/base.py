@@ -280,7 +280,7 @@ class Mechanism(ABC):
     def _lookup(self, flat: list[str], lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Row ids of the tokens and which of them are released (all but OOV tokens under
         ``oov="passthrough"``); raises OOVError under ``oov="raise"``."""
-        ids = self.embeddings.lookup(flat)
+        ids = self.embeddings._rows(flat)  # every token checked by _as_tokens
         oov = ids == OOV_ID
         if self.oov == "raise" and oov.any():
             first = int(np.flatnonzero(oov)[0])
