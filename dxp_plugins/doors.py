@@ -91,7 +91,6 @@ class DoorSettings:
         ``{"seed": "random_state"}``; None: a setting the door does not have).
         """
         from . import registry
-        from .embeddings.table import EmbeddingTable
         from .mechanisms.base import OOV_POLICIES, Mechanism
 
         spelt = dict(names or {})
@@ -124,32 +123,9 @@ class DoorSettings:
         _check_option_names(factory, mechanism_params, label("mechanism_params"))
         if isinstance(factory, type) and issubclass(factory, Mechanism):
             factory.check_options(**mechanism_params)  # values, before any table is loaded
-        if not isinstance(embeddings, str | EmbeddingTable):
-            raise TypeError(
-                f"embeddings must be a registry name (str) or an EmbeddingTable, got "
-                f"{type(embeddings).__name__} (gensim vectors: "
-                f"dxp_plugins.EmbeddingTable.from_keyed_vectors(kv))"
-            )
-        if isinstance(embeddings, str):
-            embeddings = _check_registered(registry.embeddings, embeddings, label("embeddings"))
-        embeddings_params = _check_params(embeddings_params, label("embeddings_params"))
-        if embeddings_params and isinstance(embeddings, EmbeddingTable):
-            raise ValueError(
-                "embeddings_params are arguments of a registry loader; an EmbeddingTable "
-                "is already loaded"
-            )
-        if vocab_size is not None:
-            vocab_size = check_int(vocab_size, label("vocab_size"), minimum=1)
-            if "vocab_size" in embeddings_params:
-                raise ValueError(
-                    f"give {label('vocab_size')} either directly or in "
-                    f"{label('embeddings_params')}, not both"
-                )
-            if isinstance(embeddings, EmbeddingTable) and embeddings.frequency_rank is None:
-                raise ValueError(
-                    "vocab_size keeps the most frequent words, but this EmbeddingTable has "
-                    "no frequency_rank"
-                )
+        embeddings, embeddings_params, vocab_size = check_embeddings_setting(
+            embeddings, embeddings_params, vocab_size, label
+        )
         oov = check_choice(oov, label("oov"), OOV_POLICIES)
         pos = _check_labels(pos, label("pos"))
         unknown = sorted(set(pos) - _pos_tags()) if pos else []  # spaCy only when needed
@@ -200,18 +176,7 @@ class DoorSettings:
     # -- what the settings build ---------------------------------------------------------------
     def load_embeddings(self) -> EmbeddingTable:
         """The public table (loads of the same registry name and arguments are shared)."""
-        if not isinstance(self.embeddings, str):
-            if self.vocab_size is None:
-                return self.embeddings
-            return self.embeddings.most_frequent(self.vocab_size)
-        params = dict(self.embeddings_params)
-        if self.vocab_size is not None:
-            params["vocab_size"] = self.vocab_size
-        try:
-            key = json.dumps(params, sort_keys=True)
-        except TypeError:  # an object argument: load without sharing
-            return _load(self.embeddings, params)
-        return _load_shared(self.embeddings, key, _file_stamps(params))
+        return load_embeddings_setting(self.embeddings, self.embeddings_params, self.vocab_size)
 
     def build_mechanism(
         self, random_source: RandomSource, accountant: Accountant | None = None
@@ -402,6 +367,63 @@ def _callable_name(function: Any) -> dict[str, str]:
     module = getattr(function, "__module__", None) or type(function).__module__
     qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
     return {"callable": f"{module}.{qualname}"}
+
+
+def check_embeddings_setting(
+    embeddings: Any,
+    embeddings_params: Any,
+    vocab_size: Any,
+    label: Callable[[str], str] = str,
+) -> tuple[str | EmbeddingTable, dict[str, Any], int | None]:
+    """The checked ``(embeddings, embeddings_params, vocab_size)`` of a door (or of
+    ``LPLPTransformer``); ``label`` gives the caller's spelling of a setting in messages."""
+    from . import registry
+    from .embeddings.table import EmbeddingTable
+
+    if not isinstance(embeddings, str | EmbeddingTable):
+        raise TypeError(
+            f"embeddings must be a registry name (str) or an EmbeddingTable, got "
+            f"{type(embeddings).__name__} (gensim vectors: "
+            f"dxp_plugins.EmbeddingTable.from_keyed_vectors(kv))"
+        )
+    if isinstance(embeddings, str):
+        embeddings = _check_registered(registry.embeddings, embeddings, label("embeddings"))
+    params = _check_params(embeddings_params, label("embeddings_params"))
+    if params and isinstance(embeddings, EmbeddingTable):
+        raise ValueError(
+            "embeddings_params are arguments of a registry loader; an EmbeddingTable "
+            "is already loaded"
+        )
+    if vocab_size is not None:
+        vocab_size = check_int(vocab_size, label("vocab_size"), minimum=1)
+        if "vocab_size" in params:
+            raise ValueError(
+                f"give {label('vocab_size')} either directly or in "
+                f"{label('embeddings_params')}, not both"
+            )
+        if isinstance(embeddings, EmbeddingTable) and embeddings.frequency_rank is None:
+            raise ValueError(
+                "vocab_size keeps the most frequent words, but this EmbeddingTable has "
+                "no frequency_rank"
+            )
+    return embeddings, params, vocab_size
+
+
+def load_embeddings_setting(
+    embeddings: str | EmbeddingTable, embeddings_params: Mapping[str, Any], vocab_size: int | None
+) -> EmbeddingTable:
+    """The table of checked settings (:func:`check_embeddings_setting`); loads of the same
+    registry name and arguments are shared within the process."""
+    if not isinstance(embeddings, str):
+        return embeddings if vocab_size is None else embeddings.most_frequent(vocab_size)
+    params = dict(embeddings_params)
+    if vocab_size is not None:
+        params["vocab_size"] = vocab_size
+    try:
+        key = json.dumps(params, sort_keys=True)
+    except TypeError:  # an object argument: load without sharing
+        return _load(embeddings, params)
+    return _load_shared(embeddings, key, _file_stamps(params))
 
 
 def _check_params(params: Any, setting: str) -> dict[str, Any]:

@@ -10,8 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .._random import check_seed
 from .._validation import check_epsilon, check_int, check_probability
 from ..embeddings.table import EmbeddingTable
@@ -152,15 +150,6 @@ def _check_mechanism_params(mechanism_params: Any) -> dict[str, Any]:
     return dict(mechanism_params)
 
 
-def _check_random_state(random_state: Any) -> int | None:
-    """None (secure randomness) or a non-negative int seed."""
-    if random_state is None:
-        return None
-    if isinstance(random_state, np.random.Generator | np.random.RandomState):
-        check_seed(random_state)  # refused, with the reason every door gives
-    return check_int(random_state, "random_state", minimum=0)
-
-
 def _factory(
     mechanism: str | MechanismFactory,
     embeddings: EmbeddingTable | str | None,
@@ -271,7 +260,7 @@ def choose_epsilon(
         mechanism,
         embeddings,
         _check_mechanism_params(mechanism_params),
-        _check_random_state(random_state),
+        check_seed(random_state, "random_state"),
     )
     if method == "monte_carlo":  # before any draw
         _check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)

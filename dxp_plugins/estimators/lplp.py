@@ -223,23 +223,12 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
                     "registry name, or an EmbeddingTable for vocab_size)"
                 )
             return None
-        if not isinstance(self.embeddings, EmbeddingTable | str):
-            raise TypeError("embeddings must be an EmbeddingTable, a registry name or None")
-        if isinstance(self.embeddings, EmbeddingTable) and (
-            self.embeddings_params is None and self.vocab_size is None
-        ):
-            return self.embeddings  # nothing to check or load
-        from ..doors import DoorSettings
+        from ..doors import check_embeddings_setting, load_embeddings_setting
 
-        # The doors' own checks (registered name, loader arguments, vocab_size) and their
-        # shared loads. epsilon is a placeholder: these settings never build a mechanism.
-        settings = DoorSettings.create(
-            epsilon=1.0,
-            embeddings=self.embeddings,
-            embeddings_params=self.embeddings_params,
-            vocab_size=self.vocab_size,
+        # The doors' own checks (registered name, loader arguments, vocab_size) and loads.
+        return load_embeddings_setting(
+            *check_embeddings_setting(self.embeddings, self.embeddings_params, self.vocab_size)
         )
-        return settings.load_embeddings()
 
     def fit(self, X: Any, y: Any = None) -> LPLPTransformer:
         """Build the public grouping and decompression weights for X's features."""
