@@ -15,7 +15,8 @@ privacy on a typical pair of words. Here, on GloVe 6B 50d with 256-bit SimHash c
     python benchmarks/repro_brr_vs_madlib.py            # default: minutes
     python benchmarks/repro_brr_vs_madlib.py --full     # all 1,200 training reviews, 100k words
 
-Writes benchmarks/results/repro_brr_vs_madlib.json.
+Writes benchmarks/results/repro_brr_vs_madlib.json (`--full`: repro_brr_vs_madlib_full.json;
+`--name`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from common import (
     save,
     set_faiss_threads,
 )
-from sentiment import Task, add_task_options, run, task_size
+from sentiment import Task, add_task_options, result_name, run, task_size
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import plausible_deniability, privacy_ratio, sample_words
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - started
     print(f"\ntotal {elapsed:.0f} s")
     path = save(
-        "repro_brr_vs_madlib",
+        result_name(args, "repro_brr_vs_madlib"),
         {
             "command": " ".join(["python", *sys.argv]),
             "vocab_size": vocab_size,

@@ -11,7 +11,7 @@ stratified split and fresh noise each), Student-t 95% intervals.
 
 The paper (as cited in issue 6) reports 52% for Madlib against 75% for TEM at epsilon = 2,
 with 300d GloVe on IMDb; 50% is chance on these balanced data sets.
-Writes benchmarks/results/repro_tem_fig1a.json.
+Writes benchmarks/results/repro_tem_fig1a.json (`--full`: repro_tem_fig1a_full.json; `--name`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from common import (
     save,
     set_faiss_threads,
 )
-from sentiment import Task, add_task_options, run, task_size
+from sentiment import Task, add_task_options, result_name, run, task_size
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import plausible_deniability, sample_words
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - started
     print(f"\ntotal {elapsed:.0f} s")
     path = save(
-        "repro_tem_fig1a",
+        result_name(args, "repro_tem_fig1a"),
         {
             "command": " ".join(["python", *sys.argv]),
             "vocab_size": vocab_size,

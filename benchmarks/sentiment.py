@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from common import glove_vocab, int_range, positive_int
+from common import file_stem, glove_vocab, int_range, positive_int
 
 from dxp_plugins.datasets import load_pang_lee
 from dxp_plugins.text import privatize_texts
@@ -28,8 +28,8 @@ MAX_TRAIN_DOCS = 1200
 
 
 def add_task_options(parser: argparse.ArgumentParser) -> None:
-    """``--full``, ``--repeats``, ``--train-docs`` and ``--vocab-size`` of a reproduction on
-    this task; :func:`task_size` reads the last two."""
+    """``--full``, ``--repeats``, ``--train-docs``, ``--vocab-size`` and ``--name`` of a
+    reproduction on this task; :func:`task_size` reads the sizes, :func:`result_name` the name."""
     parser.add_argument("--full", action="store_true", help="1,200 training reviews, 100k words")
     parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument(
@@ -40,6 +40,12 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vocab-size", type=glove_vocab, help="most frequent GloVe words (default 20k; full 100k)"
     )
+    parser.add_argument(
+        "--name",
+        type=file_stem,
+        help="results file benchmarks/results/NAME.json (default: the script's name, "
+        "plus _full with --full)",
+    )
 
 
 def task_size(args: argparse.Namespace) -> tuple[int | None, int]:
@@ -47,6 +53,14 @@ def task_size(args: argparse.Namespace) -> tuple[int | None, int]:
     train_docs = (None if args.full else 200) if args.train_docs is None else args.train_docs
     vocab_size = (100_000 if args.full else 20_000) if args.vocab_size is None else args.vocab_size
     return train_docs, vocab_size
+
+
+def result_name(args: argparse.Namespace, script: str) -> str:
+    """``--name``, else ``script`` (``script_full`` under ``--full``, so a full run keeps the
+    default run's results)."""
+    if args.name is not None:
+        return str(args.name)
+    return f"{script}_full" if args.full else script
 
 
 @dataclass

@@ -37,6 +37,7 @@ BAD_ARGUMENTS = [
     ("benchmarks/repro_tem_fig1a.py", ["--beta", "2"], "argument --beta"),
     ("benchmarks/repro_brr_vs_madlib.py", ["--vocab-size", "0"], "argument --vocab-size"),
     ("benchmarks/repro_brr_vs_madlib.py", ["--repeats", "0"], "argument --repeats"),
+    ("benchmarks/repro_brr_vs_madlib.py", ["--name", "a/b"], "without folders"),
     ("benchmarks/repro_madlib_table1.py", ["--samples", "0"], "argument --samples"),
     ("benchmarks/repro_madlib_table1.py", ["--name", "../escape"], "without folders"),
     ("benchmarks/calibrated_comparison.py", ["--max-n-w", "2"], "argument --max-n-w"),
