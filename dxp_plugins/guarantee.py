@@ -32,6 +32,14 @@ import numpy as np
 from ._locks import fork_safe_lock
 from .errors import BudgetExceededError
 
+__all__ = [
+    "ALL_WORDS",
+    "OOV_POLICIES",
+    "RNG_MODES",
+    "Accountant",
+    "Guarantee",
+]
+
 #: ``Guarantee.selection`` when every word is privatized (the default text path: only
 #: whitespace and the public punctuation allow-list pass through).
 ALL_WORDS = "every word"

@@ -55,6 +55,22 @@ import numpy as np
 from ._openmp import prefer_sleeping_threads
 from ._validation import check_choice, check_int
 
+__all__ = [
+    "BLAS_THRESHOLD",
+    "HNSW_LIMITS",
+    "INDEX_METHODS",
+    "INDEX_PARAMS",
+    "BinaryIndex",
+    "HNSWIndex",
+    "NeighborIndex",
+    "TieGroups",
+    "exact_search",
+    "get_binary_index",
+    "get_index",
+    "recall_at_1",
+    "squared_distances",
+]
+
 if TYPE_CHECKING:
     from .embeddings.table import EmbeddingTable
 

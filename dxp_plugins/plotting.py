@@ -20,6 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+__all__ = [
+    "deniability_curves",
+    "deniability_histograms",
+    "privacy_utility",
+]
+
 if TYPE_CHECKING:
     from .calibration import PlausibleDeniability
 

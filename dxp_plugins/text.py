@@ -34,6 +34,21 @@ from .doors import DEFAULT_BATCH_SIZE
 from .errors import OOVError, TextTooLongError
 from .guarantee import Guarantee
 
+__all__ = [
+    "PUNCTUATION",
+    "PrivateText",
+    "Selector",
+    "TokenizedText",
+    "blank_pipeline",
+    "detokenize",
+    "privatize_text",
+    "privatize_texts",
+    "privatize_tokenized",
+    "should_privatize",
+    "tokenize",
+    "tokenizer",
+]
+
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
 

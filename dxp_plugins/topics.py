@@ -28,6 +28,20 @@ from ._openmp import prefer_sleeping_threads
 from ._validation import check_choice
 from .lplp.compression import check_counts
 
+__all__ = [
+    "COHERENCE_MEASURES",
+    "TOP_WORDS",
+    "coherence",
+    "exclusivity",
+    "gensim_lda",
+    "jaccard",
+    "lsa_accuracy",
+    "reconstruction_error",
+    "to_gensim",
+    "top_words",
+    "topic_jaccard",
+]
+
 prefer_sleeping_threads()  # before scikit-learn loads OpenMP
 
 TOP_WORDS = 20

@@ -134,6 +134,61 @@ def test_public_names_are_visible_to_type_checkers():
     assert resources.files("dxp_plugins").joinpath("py.typed").is_file()
 
 
+PUBLIC_MODULES = [
+    "audit",
+    "datasets",
+    "distances",
+    "errors",
+    "guarantee",
+    "neighbors",
+    "plotting",
+    "text",
+    "topics",
+]
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_public_modules_declare_their_names(name):
+    """Each public module lists its API in a literal ``__all__`` of names it defines (or
+    re-exports from a private module), and
+    every ``from dxp_plugins.<module> import ...`` in the README, docs, examples and
+    benchmarks uses only those names (users copy those lines)."""
+    import ast
+    import importlib
+    import inspect
+    import re
+    from pathlib import Path
+
+    module = importlib.import_module(f"dxp_plugins.{name}")
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    declared = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+    )
+    assert declared == module.__all__
+    assert len(set(declared)) == len(declared)
+    for public in declared:
+        value = getattr(module, public)
+        if inspect.isfunction(value) or inspect.isclass(value):
+            home = value.__module__
+            assert home == module.__name__ or home.startswith("dxp_plugins._"), public
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [root / "README.md", *root.glob("docs/*.md"), *root.glob("examples/*.py")]
+    sources += root.glob("benchmarks/**/*.py")
+    pattern = re.compile(rf"from dxp_plugins\.{name} import (?:\(([^)]*)\)|([^\n]*))")
+    used = {
+        word.split(" as ")[0].strip()
+        for path in sources
+        for match in pattern.finditer(path.read_text(encoding="utf-8"))
+        for word in (match.group(1) or match.group(2)).split(",")
+        if word.strip()
+    }
+    assert used <= set(declared), sorted(used - set(declared))
+
+
 def test_mechanism_plugins_set_their_metric_either_way(glove_5k):
     """A plugin names its metric as a class attribute (as KaryRandomizedResponse does) or
     once in __init__ (as TEM does); neither can be reassigned afterwards."""
