@@ -123,6 +123,25 @@ def test_codes_in_place_of_a_table_point_to_from_codes():
             dxp.BRR(given, epsilon=1.0)
 
 
+def test_a_word_to_code_mapping_takes_the_tables_place():
+    """DESIGN.md's ``dxp.BRR(emb_or_codes, ...)``: a {word: code} mapping is the same
+    mechanism as BRR.from_codes over its items."""
+    codes = all_codes(4)
+    words = [f"c{i}" for i in range(len(codes))]
+    mapping = dict(zip(words, codes.tolist(), strict=True))
+    mech = dxp.BRR(mapping, epsilon=2.0, random_state=3)
+    same = dxp.BRR.from_codes(words, codes, 2.0, random_state=3)
+    assert mech.fingerprint == same.fingerprint
+    assert list(mech.embeddings.words) == words
+    assert mech.privatize(words * 5) == same.privatize(words * 5)
+    assert np.array_equal(mech.codes.packed, same.codes.packed)
+    with pytest.raises(TypeError, match="codes given twice"):
+        dxp.BRR(mapping, epsilon=2.0, codes=codes)
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        dxp.BRR({"a": [0, 2], "b": [1, 1]}, epsilon=2.0)
+    assert dxp.make_mechanism("brr", mapping, epsilon=2.0).fingerprint == same.fingerprint
+
+
 def test_simhash_is_public_and_data_independent(glove_5k):
     codes = BinaryCodes.simhash(glove_5k, 128)
     assert BinaryCodes.simhash(glove_5k, 128) is codes  # cached on the table

@@ -27,6 +27,7 @@ majority of user codes.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -61,14 +62,22 @@ def sample_flips(rng: np.random.Generator, count: int, n_bits: int, epsilon: flo
     return rng.random((count, n_bits)) < flip_probability(epsilon)
 
 
+def code_table(words: Any, codes: Any) -> tuple[EmbeddingTable, np.ndarray]:
+    """A table for a vocabulary known only by its 0/1 codes (its vectors are the codes,
+    validated like any table's), and the codes checked."""
+    bits = check_codes(codes)
+    return EmbeddingTable(words, bits.astype(np.float32), name="binary-codes"), bits
+
+
 class BRR(Mechanism):
     """BRR (Algorithms 2-3): ``epsilon * hamming``-private word replacement on binary codes.
 
     Parameters
     ----------
     embeddings, epsilon, oov, random_state, accountant:
-        As for every :class:`~dxp_plugins.mechanisms.base.Mechanism` (codes without a
-        table: :meth:`from_codes`).
+        As for every :class:`~dxp_plugins.mechanisms.base.Mechanism`; ``embeddings`` may
+        also be codes without a table, a mapping ``{word: 0/1 code}`` (the same as
+        :meth:`from_codes`).
     n_bits:
         Code length of the SimHash binarization (default 256).
     codes:
@@ -82,7 +91,7 @@ class BRR(Mechanism):
 
     def __init__(
         self,
-        embeddings: EmbeddingTable | str,
+        embeddings: EmbeddingTable | str | Mapping[str, Any],
         epsilon: float,
         *,
         n_bits: int | None = None,
@@ -93,9 +102,14 @@ class BRR(Mechanism):
     ) -> None:
         if isinstance(embeddings, BinaryCodes | np.ndarray):
             raise TypeError(
-                "BRR takes an EmbeddingTable (or a registry name), not codes: for codes alone "
-                "use BRR.from_codes(words, codes, epsilon), or BRR(table, epsilon, codes=codes)"
+                "BRR takes an EmbeddingTable, a registry name or a {word: code} mapping, not "
+                "bare codes: for codes alone use BRR.from_codes(words, codes, epsilon) or "
+                "BRR(dict(zip(words, codes)), epsilon), or BRR(table, epsilon, codes=codes)"
             )
+        if isinstance(embeddings, Mapping):
+            if codes is not None:
+                raise TypeError("codes given twice: as the {word: code} mapping and as codes=")
+            embeddings, codes = code_table(list(embeddings), list(embeddings.values()))
         super().__init__(
             embeddings, epsilon, oov=oov, random_state=random_state, accountant=accountant
         )
@@ -124,8 +138,7 @@ class BRR(Mechanism):
     @classmethod
     def from_codes(cls, words: Any, codes: Any, epsilon: float, **params: Any) -> BRR:
         """BRR over a vocabulary given only as words and their 0/1 codes."""
-        bits = check_codes(codes)
-        table = EmbeddingTable(words, bits.astype(np.float32), name="binary-codes")
+        table, bits = code_table(words, codes)
         return cls(table, epsilon, codes=bits, **params)
 
     @property
