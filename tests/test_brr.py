@@ -19,7 +19,7 @@ from dxp_plugins.embeddings.binary import (
 from dxp_plugins.errors import OOVError
 from dxp_plugins.mechanisms.brr import flip_probability, sample_flips
 from dxp_plugins.neighbors import BinaryIndex
-from tests.fixtures import all_codes, one_faiss_thread  # noqa: F401
+from tests.fixtures import all_codes, even_weight_codes, one_faiss_thread  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("one_faiss_thread")
 
@@ -247,3 +247,43 @@ def test_the_unk_code_is_the_public_code_of_the_centroid(glove_5k):
     )
     centroid_code = dxp.BRR(with_centroid, 1.0, n_bits=64).codes.packed[-1]
     np.testing.assert_array_equal(mech._unk_code, centroid_code)
+
+
+def test_oov_tokens_are_privatized_from_the_unk_code_not_row_0():
+    """Review 10 (mutant B8): OOV tokens started from row 0's code, unseen because the audit
+    fixture's UNK code is row 0's. Here the per-bit majority of the user codes is row 2;
+    at epsilon 40 no bit flips (p ~ 4e-18), so an OOV token comes out as that word."""
+    codes = [[1] * 8, [1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 0, 0]]
+    mech = dxp.BRR.from_codes(["a", "b", "c"], codes, 40.0)
+    assert (mech.privatize_ids(np.full(200, -1)) == 2).all()
+    assert mech.privatize(["not-a-code-word"]) == ["c"]
+
+
+@pytest.mark.statistical
+def test_one_token_calls_follow_the_exact_law():
+    """Review 10 (mutant B11, PRIVACY.md 2): a tie-break generator seeded from the input
+    word (or a constant) passes every batch test, since the positions of one call still
+    differ, but decodes the ties of each one-token release deterministically (3.5x the
+    stated loss at epsilon 0.5). Separate one-token calls must keep the exact law."""
+    codes = even_weight_codes(8)
+    mech = dxp.BRR.from_codes([f"c{i}" for i in range(len(codes))], codes, 0.5)
+    row = np.array([5])
+    out = np.array([mech.privatize_ids(row)[0] for _ in range(3000)])
+    law = mech.distribution(5)
+    assert g_test(np.bincount(out, minlength=len(law)), law) > 1e-6
+
+
+def test_exact_law_of_a_second_codebook_on_the_same_table_is_its_own():
+    """Review 10 (mutant B14): the exact decoding table is cached on the embeddings table;
+    two code books of one table must not share it (distribution() feeds exact
+    calibration and plausible deniability)."""
+    words = [f"w{i}" for i in range(6)]
+    table = dxp.EmbeddingTable(words, np.eye(6))
+    rng = np.random.default_rng(3)
+    first, second = (rng.random((6, 8)) < 0.5 for _ in range(2))
+    assert not np.array_equal(first, second)
+    dxp.BRR(table, 1.0, codes=first).distribution(0)  # caches the first book's decoding
+    mech = dxp.BRR(table, 1.0, codes=second)
+    alone = dxp.BRR.from_codes(words, second, 1.0)  # a table of its own: nothing shared
+    for row in range(6):
+        np.testing.assert_allclose(mech.distribution(row), alone.distribution(row), rtol=1e-12)
