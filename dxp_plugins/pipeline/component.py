@@ -16,6 +16,12 @@ With a saved fingerprint, a file location among the embeddings' loader arguments
 differ on load: the fingerprint, checked on first use, proves the moved file holds the same table.
 The component keeps no reference to ``nlp.vocab``, whose StringStore collects every raw word
 processed, so its pickles carry none (``nlp.to_bytes()`` does: see docs/front-doors.md).
+
+Threads may share a component: one lock builds the mechanism once and hands it the
+component's current accountant (an accountant assigned during the build is the one charged).
+Each batch reads all it needs from its Docs (token texts, whitespace, selection) before the
+mechanism charges the accountant, so a Doc whose strings are gone (freed by another thread's
+``nlp.memory_zone()``) fails before any spend.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import srsly
 from spacy import util
 from spacy.tokens import Doc, Token
 
+from .._locks import fork_safe_lock
 from .._normalize import is_invisible
 from .._random import RandomSource
 from .._validation import check_choice
@@ -72,6 +79,8 @@ class Privatizer:
         self.name = name
         # Not even a reference to nlp.vocab: its StringStore holds every raw word processed.
         self._accountant = Accountant()
+        # Guards building and storing the mechanism and passing it a new accountant.
+        self._lock = fork_safe_lock(self)
         self._mechanism: Mechanism | None = None
         self._fingerprint: str | None = None
         self._configure(config)
@@ -126,9 +135,12 @@ class Privatizer:
     def accountant(self, accountant: Accountant) -> None:
         if not isinstance(accountant, Accountant):
             raise TypeError("accountant must be an Accountant")
-        self._accountant = accountant
-        if self._mechanism is not None:
-            self._mechanism.accountant = accountant
+        # Under the build lock: a mechanism being built now takes this accountant, not the
+        # one read before (a cap assigned during the first Doc would otherwise never apply).
+        with self._lock:
+            self._accountant = accountant
+            if self._mechanism is not None:
+                self._mechanism.accountant = accountant
 
     @property
     def cfg(self) -> dict[str, Any]:
@@ -143,18 +155,24 @@ class Privatizer:
 
     @property
     def mechanism(self) -> Mechanism:
-        """The mechanism, built (and its embeddings loaded) on first use."""
-        if self._mechanism is None:
-            mechanism = self.settings.build_mechanism(self._random, self.accountant)
-            expected = self._fingerprint
-            if expected is not None and mechanism.embeddings.fingerprint != expected:
-                raise ValueError(
-                    f"embeddings {self.settings.embeddings!r} differ from those this pipeline "
-                    f"was saved with (fingerprint {mechanism.embeddings.fingerprint[:12]}..., "
-                    f"expected {expected[:12]}...)"
-                )
-            self._mechanism = mechanism
-        return self._mechanism
+        """The mechanism, built (and its embeddings loaded) on first use, once even when
+        threads ask together."""
+        mechanism = self._mechanism
+        if mechanism is not None:
+            return mechanism
+        with self._lock:
+            mechanism = self._mechanism  # built by another thread while this one waited?
+            if mechanism is None:
+                mechanism = self.settings.build_mechanism(self._random, self._accountant)
+                expected = self._fingerprint
+                if expected is not None and mechanism.embeddings.fingerprint != expected:
+                    raise ValueError(
+                        f"embeddings {self.settings.embeddings!r} differ from those this "
+                        f"pipeline was saved with (fingerprint "
+                        f"{mechanism.embeddings.fingerprint[:12]}..., expected {expected[:12]}...)"
+                    )
+                self._mechanism = mechanism
+            return mechanism
 
     def initialize(
         self, get_examples: Callable[[], Iterable[Any]] | None = None, *, nlp: Any = None
@@ -209,13 +227,19 @@ class Privatizer:
                     f"once (make a new one with nlp(text)), or give this component other "
                     f"attribute names"
                 )
+        # Everything read from the Docs (token texts, whitespace, selection, blankness) is
+        # read here, before the charge: a Doc whose strings are gone (another thread's
+        # nlp.memory_zone() freed them) then fails before any spend, not after.
         select = self._select
         texts = [
             TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
         ]
+        # doc.text is the tokens' texts with their whitespace (no second read of the Doc).
+        blank = [is_invisible(detokenize(text.words, text.spaces)) for text in texts]
+        mechanism = self.mechanism
         try:
             selection = None if select is None else self.settings.selection_label()
-            results = privatize_tokenized(texts, self.mechanism, selection)
+            results = privatize_tokenized(texts, mechanism, selection)
         except OOVError as error:  # its index counts docs of this batch, not of the stream
             if error.document is None or not in_batch:
                 raise
@@ -225,17 +249,20 @@ class Privatizer:
                 document=error.document,
                 token=error.token,
             ) from None
-        is_word = vocabulary_test(self.mechanism)
+        # From here on nothing reads the Docs' strings: only their user data is written.
+        is_word = vocabulary_test(mechanism)
         processed = []
-        for doc, text, (words, guarantee) in zip(docs, texts, results, strict=True):
+        for doc, text, is_blank, (words, guarantee) in zip(
+            docs, texts, blank, results, strict=True
+        ):
             spaces = private_spaces(words, text.spaces, text.selected, is_word)
             if self.mode == "replace":
-                doc = self._replacement(doc, words, spaces)
+                doc = self._replacement(doc, words, spaces, is_blank)
             else:
                 for token, word in zip(doc, words, strict=True):
                     token._.set(self.token_attr, word)
                 # Whitespace-only input releases "" like the other doors (PRIVACY.md 22).
-                private = "" if is_invisible(doc.text) else detokenize(words, spaces)
+                private = "" if is_blank else detokenize(words, spaces)
                 doc._.set(self.doc_attr, private)
             doc._.set(self.guarantee_attr, guarantee.to_dict())
             processed.append(doc)
@@ -265,16 +292,16 @@ class Privatizer:
         return None
 
     @staticmethod
-    def _replacement(doc: Doc, words: list[str], spaces: list[str]) -> Doc:
+    def _replacement(doc: Doc, words: list[str], spaces: list[str], blank: bool) -> Doc:
         """A new Doc of the private words; nothing derived from the raw words is copied.
 
-        Its text is what the other doors release: empty for a blank document (PRIVACY.md
-        22), and a dropped invisible token (an emptied word, which a Doc cannot hold)
-        leaves only its trailing whitespace, as a whitespace token.
+        Its text is what the other doors release: empty for a blank document (``blank``,
+        PRIVACY.md 22), and a dropped invisible token (an emptied word, which a Doc cannot
+        hold) leaves only its trailing whitespace, as a whitespace token.
         """
         kept_words: list[str] = []
         kept_spaces: list[bool] = []
-        if not is_invisible(doc.text):
+        if not blank:
             for word, space in zip(words, spaces, strict=True):
                 if word:
                     kept_words.append(word)
@@ -291,8 +318,9 @@ class Privatizer:
         # Known from a load or a built mechanism; otherwise load the (shared) table now, so
         # a pipeline saved before its first doc still refuses other embeddings when loaded.
         fingerprint: str | None
-        if self._mechanism is not None:
-            fingerprint = self._mechanism.embeddings.fingerprint
+        built = self._mechanism  # read once: another thread's from_bytes may reset it
+        if built is not None:
+            fingerprint = built.embeddings.fingerprint
         elif self._fingerprint is not None:
             fingerprint = self._fingerprint
         else:
@@ -338,10 +366,11 @@ class Privatizer:
                 f"load the pipeline with spacy.load(path) and no overrides, or add a new "
                 f"dxp_privatizer with the settings you want"
             )
-        self._fingerprint = fingerprint
-        built = self._mechanism
-        if built is not None and built.embeddings.fingerprint != self._fingerprint:
-            self._mechanism = None  # rebuilt (and checked) on next use
+        with self._lock:
+            self._fingerprint = fingerprint
+            built = self._mechanism
+            if built is not None and built.embeddings.fingerprint != self._fingerprint:
+                self._mechanism = None  # rebuilt (and checked) on next use
 
     def to_bytes(self, *, exclude: Iterable[str] = ()) -> bytes:
         """The configuration as bytes."""
@@ -371,16 +400,19 @@ class Privatizer:
     # -- pickling (spawned workers): configuration and randomness policy, no mechanism ----------
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        if self._mechanism is not None:
-            state["_fingerprint"] = self._mechanism.embeddings.fingerprint
+        built = state["_mechanism"]
+        if built is not None:
+            state["_fingerprint"] = built.embeddings.fingerprint
         state["_mechanism"] = None
         state["_select"] = None
+        state.pop("_lock", None)  # a lock cannot be pickled: __setstate__ makes a new one
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         if "accountant" in state:  # pickled by a version with a plain attribute
             state["_accountant"] = state.pop("accountant")
         self.__dict__.update(state)
+        self._lock = fork_safe_lock(self)
         self._select = self.settings.selector()
         _install_extension(Token, self.token_attr)
         _install_extension(Doc, self.doc_attr)
