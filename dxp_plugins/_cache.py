@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import time
 from pathlib import Path
 
-#: Age after which a ``.<name>.<pid>.tmp`` partial is taken as orphaned (its writer was
+#: Age after which a ``.<name>.<pid>.<token>.tmp`` partial is taken as orphaned (its writer was
 #: killed): every write of the cache takes seconds, not an hour.
 STALE_PARTIAL_SECONDS = 3600.0
 
@@ -26,6 +27,13 @@ def cache_dir(*parts: str) -> Path:
     path = cache_path(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def partial_path(path: Path) -> Path:
+    """The temporary sibling an atomic write of ``path`` fills before renaming it onto
+    ``path``: ``.<name>.<pid>.<random token>.tmp``, one per writer, so that threads of one
+    process never share a partial (review 10, F4); :func:`remove_stale_partials` matches it."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
 
 
 def remove_stale_partials(folder: Path, max_age: float = STALE_PARTIAL_SECONDS) -> None:

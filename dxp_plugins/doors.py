@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._locks import key_lock
 from ._random import RandomSource, check_seed
 from ._validation import check_choice, check_epsilon, check_int
 
@@ -491,10 +492,21 @@ def _load(name: str, params: dict[str, Any]) -> EmbeddingTable:
         raise ValueError(f"embeddings {name!r}: {error}") from None
 
 
-@functools.lru_cache(maxsize=4)
+#: The per-key locks of :func:`_load_shared` (one small entry per setting loaded).
+_SHARED_LOCKS: dict[Any, Any] = {}
+
+
 def _load_shared(name: str, params_json: str, stamps: tuple[Any, ...]) -> EmbeddingTable:
     """Tables are immutable, so doors with the same embeddings share one (and its index);
-    ``stamps`` (see :func:`_file_stamps`) makes an edited vectors file a new key."""
+    ``stamps`` (see :func:`_file_stamps`) makes an edited vectors file a new key. A lock per
+    key makes threads at first use of a setting wait for one load (an ``lru_cache`` alone
+    lets each of them load its own table: review 10, F3)."""
+    with key_lock(_SHARED_LOCKS, (name, params_json, stamps)):
+        return _load_cached(name, params_json, stamps)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(name: str, params_json: str, stamps: tuple[Any, ...]) -> EmbeddingTable:
     return _load(name, json.loads(params_json))
 
 

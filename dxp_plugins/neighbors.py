@@ -41,10 +41,10 @@ row (a fixed index order, PRIVACY.md 2).
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import math
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._locks import key_lock
 from ._openmp import prefer_sleeping_threads
 from ._validation import check_choice, check_int
 
@@ -366,7 +367,9 @@ class HNSWIndex(NeighborIndex):
             index.hnsw.efConstruction = self._ef_construction
             index.add(vectors)
             if path is not None:
-                partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                from ._cache import partial_path
+
+                partial = partial_path(path)  # one per writer (threads share the pid)
                 try:
                     faiss.write_index(index, str(partial))
                     os.replace(partial, path)
@@ -535,32 +538,14 @@ def _check_hnsw_values(**values: Any) -> None:
             raise ValueError(f"{name} must be <= {high:,}, got {int(value):,}")
 
 
-#: Guards the creation of the per-key build locks (a fresh one in a forked child).
-_LOCKS_GUARD = threading.Lock()
-
-
-def _reset_locks_guard() -> None:
-    global _LOCKS_GUARD
-    _LOCKS_GUARD = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_reset_locks_guard)
-
-
 def _build_once(cache: dict[Any, Any], key: Any, build: Callable[[], Any]) -> Any:
     """``cache[key]``, built by ``build()`` once even when several threads ask at first
-    (a lock per key, kept in the same cache: other keys do not wait). A lock made in
-    another process (inherited by fork, maybe held by a thread the child does not have)
-    is replaced."""
+    (a lock per key from :func:`~dxp_plugins._locks.key_lock`, kept in the same cache:
+    other keys do not wait; a lock made by another process is replaced)."""
     value = cache.get(key)
     if value is not None:
         return value
-    with _LOCKS_GUARD:
-        owner, lock = cache.get(("build-lock", key), (None, None))
-        if owner != os.getpid() or lock is None:
-            lock = threading.Lock()
-            cache[("build-lock", key)] = (os.getpid(), lock)
-    with lock:
+    with key_lock(cache, ("build-lock", key)):
         value = cache.get(key)
         if value is None:
             value = build()
@@ -568,10 +553,30 @@ def _build_once(cache: dict[Any, Any], key: Any, build: Callable[[], Any]) -> An
     return value
 
 
+def _full_params(method: str, params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Every parameter's value, defaults filled in (checked ``params``): the cache key of
+    :func:`get_index`, so that ``{}`` and ``{"ef_search": 64}`` share one index instead of
+    two identical graphs (review 10, N3). ``ef_search`` stays in the key: each index sets it
+    on its own graph. The graph's file name (``m``, ``ef_construction``) is unchanged."""
+    if method == "exact":
+        return ()
+    values = {**_hnsw_defaults(), **params}
+    return tuple(
+        sorted((name, bool(v) if name == "disk_cache" else int(v)) for name, v in values.items())
+    )
+
+
+@functools.cache
+def _hnsw_defaults() -> dict[str, Any]:
+    """The default of each HNSW parameter, read from :class:`HNSWIndex`'s signature."""
+    parameters = inspect.signature(HNSWIndex.__init__).parameters
+    return {name: parameters[name].default for name in INDEX_PARAMS["hnsw"]}
+
+
 def get_index(table: EmbeddingTable, method: str = "exact", **params: Any) -> NeighborIndex:
     """The index of ``table`` for ``method``, built once and cached on the table."""
     check_index_params(method, params)
-    key = ("neighbor-index", method, tuple(sorted(params.items())))
+    key = ("neighbor-index", method, _full_params(method, params))
 
     def build() -> NeighborIndex:
         return NeighborIndex(table) if method == "exact" else HNSWIndex(table, **params)

@@ -281,3 +281,38 @@ def test_a_filter_accepting_everything_still_passes_layout_and_punctuation(monke
 def test_guarantee_dicts_read_back(glove_5k):
     record = dxp.Madlib(glove_5k, epsilon=2.0).guarantee(3, 1)
     assert dxp.Guarantee.from_dict(record.to_dict()) == record
+
+
+def test_threads_at_first_use_of_a_setting_share_one_load(monkeypatch):
+    """_load_shared was a bare lru_cache, which does not make threads wait for a load in
+    progress: 8 threads at first use of one setting got 5-8 tables, each building its own
+    indexes (review 10, F3). The slow load widens the window."""
+    import threading
+    import time
+
+    from dxp_plugins import doors
+
+    loads = []
+    load = doors._load
+
+    def slow_load(name, params):
+        loads.append(params)
+        time.sleep(0.05)
+        return load(name, params)
+
+    monkeypatch.setattr(doors, "_load", slow_load)
+    barrier = threading.Barrier(8)
+    tables: list[dxp.EmbeddingTable | None] = [None] * 8
+
+    def first_use(i: int) -> None:
+        barrier.wait()
+        tables[i] = doors.load_embeddings_setting("glove-6b-50d", {}, 1237)  # used nowhere else
+
+    threads = [threading.Thread(target=first_use, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(loads) == 1
+    assert tables[0] is not None and len(tables[0]) == 1237
+    assert all(table is tables[0] for table in tables)

@@ -242,3 +242,61 @@ def test_a_reinstall_of_the_package_reuses_the_cache_folder(tmp_path):
     assert _glove_stamp(sources) == before
     sources[1].write_bytes(b"x" * 65)
     assert _glove_stamp(sources) != before
+
+
+# -- review 10: one partial per writer --------------------------------------------------------
+def test_each_writer_gets_its_own_partial_which_stale_cleanup_still_matches(tmp_path):
+    """The partial was ``.<name>.<pid>.tmp``, one per process (review 10, F4)."""
+    import threading
+
+    from dxp_plugins._cache import partial_path, remove_stale_partials
+
+    target = tmp_path / "vectors.npy"
+    names = []
+    threads = [threading.Thread(target=lambda: names.append(partial_path(target))) for _ in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    names.append(partial_path(target))
+    assert len(set(names)) == 3 and all(p.parent == tmp_path for p in names)
+    for partial in names:
+        partial.write_bytes(b"left by a killed writer")
+        os.utime(partial, (time.time() - 7200,) * 2)
+    remove_stale_partials(tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_threads_writing_one_file_at_once_each_write_it_whole(tmp_path):
+    """Threads shared the pid-named partial: one truncated what another wrote, one rename
+    moved a file still being written and the others' stat failed, so a cold cache warned
+    "cannot write" and its manifest recorded 0 bytes (review 10, F4)."""
+    import threading
+
+    target = tmp_path / "words.txt"
+    data = bytes(range(256)) * 400
+    barrier = threading.Barrier(4, timeout=20)
+
+    def write(out):  # every writer has its partial open before any finishes
+        out.write(data[:50_000])
+        out.flush()
+        barrier.wait()
+        out.write(data[50_000:])
+
+    results, errors = [], []
+
+    def atomic_write() -> None:
+        try:
+            results.append(loaders._atomic_write(target, write)[0])
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=atomic_write) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    expected = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    assert results == [expected] * 4
+    assert target.read_bytes() == data and [p.name for p in tmp_path.iterdir()] == ["words.txt"]

@@ -549,3 +549,19 @@ def test_identical_rows_do_not_send_queries_to_the_exact_fallback(monkeypatch):
         np.tile([[0.9, 0.0]], (1000, 1)), np.random.default_rng()
     )
     assert set(ids.tolist()) <= set(range(1, 9)) and calls == []
+
+
+def test_equal_hnsw_settings_spelled_differently_share_one_index(glove_5k, tmp_path, monkeypatch):
+    """The cache key was the parameters as spelled: ``{}`` and ``{"ef_search": 64}`` built
+    two identical graphs (review 10, N3). The graph's file keeps its name."""
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    table = EmbeddingTable(glove_5k.words[:500], glove_5k.vectors[:500])
+    first = get_index(table, "hnsw")
+    assert get_index(table, "hnsw", ef_search=64) is first
+    assert get_index(table, "hnsw", m=32, ef_construction=40, disk_cache=True) is first
+    assert get_index(table, "hnsw", ef_search=np.int64(64)) is first
+    assert get_index(table, "hnsw", ef_search=32).params["ef_search"] == 32
+    assert get_index(table, "hnsw", ef_search=32) is not first  # set on each index's graph
+    assert [p.name for p in (tmp_path / "indexes").iterdir()] == [
+        f"hnsw-{table.fingerprint[:32]}-m32-efc40.faiss"
+    ]

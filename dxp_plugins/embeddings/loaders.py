@@ -222,7 +222,9 @@ def _atomic_write(
 ) -> tuple[dict[str, Any], tuple[int, int, int]]:
     """Write through a temporary sibling renamed onto ``path`` (readers never see half).
     Returns the size and SHA-256 of what was written, and its (inode, size, mtime)."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    from .._cache import partial_path
+
+    partial = partial_path(path)  # one per writer (threads share the pid)
     try:
         with open(partial, "wb") as out:
             write(out)
