@@ -19,6 +19,12 @@ does the same, in any process. So worker processes (``nlp.pipe(n_process=2)``), 
 one worker runs (``Pool.map`` and joblib unpickle a mechanism per task) and copies never
 replay one noise stream on different documents (PRIVACY.md 11, 19); copies of a seeded
 source are not reproducible, within a run or across runs.
+
+Threads share one source. Its lock guards only the keying (:meth:`RandomSource.generator`);
+draws are serialised by numpy's per-call lock (``bit_generator.lock``, which randomgen's
+``ChaCha`` inherits), so two threads never get the same noise. Every draw must therefore be
+one ``Generator`` method call: never reach the bit generator through its ctypes/cffi
+interface, which bypasses that lock (review 10, N4).
 """
 
 from __future__ import annotations

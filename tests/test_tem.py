@@ -523,3 +523,65 @@ def test_copies_do_not_carry_the_law_cache():
         assert duplicate.cache is not mech.cache and len(duplicate.cache) == 0
         assert duplicate.cache.max_bytes == mech.cache.max_bytes
     assert len(mech.cache) == 2
+
+
+# -- review 10: a bounded law-cache heap, one epsilon read in precompute ---------------------
+def test_re_putting_cached_laws_keeps_the_heap_bounded():
+    """Each put of a key already cached left its old heap entry behind (review 10, F5):
+    150 puts of 3 keys made a heap of 150. Eviction still takes the rarest word."""
+    law = tem_module.WordLaw.build(
+        np.array([0.0, 1.0, 2.0]), np.array([True, True, False]), 1.5, 1.0
+    )
+    cache = tem_module.LawCache(4 * law.nbytes)
+    for _ in range(50):
+        for rank in (5, 9, 7):
+            assert cache.put(("k", rank), law, rank)
+    assert len(cache) == 3 and len(cache._rarest) <= 2 * len(cache)
+    assert cache.put(("k", 2), law, 2) and cache.put(("k", 1), law, 1)  # full: evicts 9
+    assert sorted(key[1] for key in cache.cached_keys()) == [1, 2, 5, 7]
+    assert cache.nbytes == 4 * law.nbytes
+
+
+def test_precompute_of_cached_words_neither_rebuilds_nor_grows_the_heap(glove_5k, monkeypatch):
+    """precompute rebuilt and re-put every cached word: 50 calls on 5 words left a heap of
+    250 (review 10, F5)."""
+    mech = dxp.TEM(glove_5k, epsilon=5.0)
+    words = ["the", "house", "city", "game", "people"]
+    for _ in range(50):
+        assert mech.precompute(words, progress=False) == 5
+    assert len(mech.cache._rarest) == len(mech.cache) == 5
+    calls = []
+    laws = mech._laws
+    monkeypatch.setattr(
+        mech, "_laws", lambda *args, **kwargs: calls.append(args) or laws(*args, **kwargs)
+    )
+    assert mech.precompute([*words, "river"], progress=False) == 6
+    assert [args[0].tolist() for args in calls] == [glove_5k.lookup(["river"]).tolist()]
+
+
+def test_precompute_reads_epsilon_once(plane):
+    """precompute read epsilon twice (``self.epsilon, self.gamma``): an epsilon reassigned
+    by another thread in between cached a law under a gamma of the other epsilon (review
+    10, N2). Each read here sees another value, as that interleaving would."""
+
+    class EpsilonChangesBetweenReads(dxp.TEM):
+        flip = False
+
+        @property
+        def epsilon(self) -> float:
+            if self.flip:
+                self._reads = getattr(self, "_reads", 0) + 1
+                return self._epsilon * (1 + self._reads % 2)
+            return self._epsilon
+
+        @epsilon.setter
+        def epsilon(self, value: float) -> None:
+            self._epsilon = value
+
+    mech = EpsilonChangesBetweenReads(plane, epsilon=1.0)
+    mech.flip = True
+    mech.precompute(["w1", "w2"], progress=False)
+    keys = [key for key, _ in mech.cache.cached_keys()]
+    assert len(keys) == 2
+    for key in keys:
+        assert key[2] == mech._gamma_at(key[3])

@@ -306,11 +306,25 @@ class LawCache:
             self.nbytes += law.nbytes
             self._serial += 1
             heapq.heappush(self._rarest, (-rank, self._serial, key))
+            if len(self._rarest) > 2 * len(self._entries):
+                self._rebuild_heap()
         return True
 
     def _drop_stale(self) -> None:
         while self._rarest and self._rarest[0][2] not in self._entries:
             heapq.heappop(self._rarest)
+
+    def _rebuild_heap(self) -> None:
+        """Keep only the newest heap entry of each cached key (under the lock): a re-put
+        key leaves its old entry behind, so repeated puts of cached keys grew the heap
+        without bound (review 10, F5). Rebuilt at twice the entries: amortised O(1)."""
+        newest: dict[Hashable, tuple[int, int, Hashable]] = {}
+        for entry in self._rarest:
+            key = entry[2]
+            if key in self._entries and (key not in newest or entry[1] > newest[key][1]):
+                newest[key] = entry
+        self._rarest = list(newest.values())
+        heapq.heapify(self._rarest)
 
     def fits(self, nbytes: int) -> bool:
         """Whether ``nbytes`` more would fit without evicting anything."""
@@ -668,9 +682,12 @@ class TEM(Mechanism):
         if self.constant_work:
             raise ValueError("constant_work=True uses no caches; nothing to precompute")
         fill = words is None
-        ids = self._precompute_ids(words)
-        epsilon, gamma = self.epsilon, self.gamma
+        epsilon = self.epsilon  # read once: another thread may reassign it (review 10, N2)
+        gamma = self._gamma_at(epsilon)
         key = self._cache_key(epsilon, gamma)
+        ids = self._precompute_ids(words)
+        # Laws already cached for this key are not rebuilt (nor put again: review 10, F5).
+        ids = ids[np.array([self._cache.get((key, w)) is None for w in ids.tolist()], bool)]
         step = self._block_rows(8)
         disable = None if progress is None else not progress
         with tqdm(
