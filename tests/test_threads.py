@@ -33,6 +33,8 @@ T = TypeVar("T")
 
 #: The component's embeddings: the same rows as the glove_5k fixture.
 COMPONENT = {"epsilon": 0.5, "vocab_size": 5000}
+#: Seconds any wait of these tests may take: a regression fails the test instead of hanging it.
+WAIT = 120.0
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +51,7 @@ def in_threads(fn: Callable[[int], T], calls: int, threads: int = 4) -> list[T]:
     threads start together and every one makes calls. The first error is re-raised."""
     results: list[Any] = [None] * calls
     errors: list[BaseException] = []
-    barrier = threading.Barrier(threads)
+    barrier = threading.Barrier(threads, timeout=WAIT)
 
     def work(first: int) -> None:
         try:
@@ -59,11 +61,12 @@ def in_threads(fn: Callable[[int], T], calls: int, threads: int = 4) -> list[T]:
         except BaseException as error:  # re-raised below, in the test's thread
             errors.append(error)
 
-    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    workers = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(threads)]
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join()
+        worker.join(WAIT)
+    assert not any(worker.is_alive() for worker in workers), "threads still running: a hang"
     if errors:
         raise errors[0]
     return results
@@ -133,8 +136,16 @@ def test_seeded_source_is_keyed_once_when_threads_first_use_it(monkeypatch):
 
 
 # -- the accountant ------------------------------------------------------------------------------
-def test_concurrent_charges_sum_exactly_and_never_pass_the_cap():
-    """Catches a check-then-add outside the accountant's lock (lost spend, a cap passed)."""
+def test_concurrent_charges_sum_exactly_and_never_pass_the_cap(monkeypatch):
+    """Catches a check-then-add outside the accountant's lock (a cap passed): the check
+    yields the GIL, so without the lock other threads pass the same check before the add."""
+    refusal = dxp.Accountant._refusal
+
+    def yielding(self, spend, unit):
+        refusal(self, spend, unit)
+        time.sleep(0)
+
+    monkeypatch.setattr(dxp.Accountant, "_refusal", yielding)
     accountant = dxp.Accountant(cap=500.0)
 
     def charge(i: int) -> int:
@@ -184,21 +195,29 @@ def test_each_release_is_recorded_and_charged_at_the_epsilon_of_its_noise(glove_
         assert {record.epsilon for record in records} == set(seen.epsilons)
         return sum(record.spend for record in records)
 
-    flipper = threading.Thread(target=flip)
+    flipper = threading.Thread(target=flip, daemon=True)
     flipper.start()
     try:
         spends = in_threads(release, 200)
     finally:
         stop.set()
-        flipper.join()
+        flipper.join(WAIT)
     assert sum(spends) == accountant.spent <= accountant.cap
 
 
 # -- TEM's law cache and scratch -------------------------------------------------------------------
-def test_tem_law_cache_holds_the_right_law_for_each_key(glove_5k):
-    """An evicting cache shared by threads while epsilon flips (5 <-> 10). Catches an
-    unlocked put (``nbytes`` no longer the entries' sum) and a law cached under another
-    epsilon's key."""
+def test_tem_law_cache_holds_the_right_law_for_each_key(glove_5k, monkeypatch):
+    """An evicting cache shared by threads while epsilon flips (5 <-> 10). Catches a law
+    cached under another epsilon's key; an unlocked put (``nbytes`` no longer the entries'
+    sum) only when two threads interleave inside it (eviction yields the GIL to help; under
+    the GIL this is probabilistic, see the module docstring)."""
+    drop_stale = tem_module.LawCache._drop_stale
+
+    def yielding(self):
+        time.sleep(0)
+        drop_stale(self)
+
+    monkeypatch.setattr(tem_module.LawCache, "_drop_stale", yielding)
     words = np.r_[-1, np.arange(0, 120), np.arange(3000, 3040)]
     mechanism = dxp.TEM(glove_5k, 10.0, cache_mb=0.5)
     stop = threading.Event()
@@ -212,13 +231,13 @@ def test_tem_law_cache_holds_the_right_law_for_each_key(glove_5k):
 
     rng = np.random.default_rng(1)
     batches = [rng.choice(words, 6) for _ in range(300)]
-    flipper = threading.Thread(target=flip)
+    flipper = threading.Thread(target=flip, daemon=True)
     flipper.start()
     try:
         in_threads(lambda i: mechanism.privatize_ids(batches[i]), len(batches))
     finally:
         stop.set()
-        flipper.join()
+        flipper.join(WAIT)
     cache = mechanism.cache
     entries = dict(cache._entries)
     assert cache.nbytes == sum(law.nbytes for law, _ in entries.values()) <= cache.max_bytes
@@ -296,8 +315,9 @@ def slow_build(monkeypatch, seconds: float) -> tuple[threading.Event, list[objec
 
 def test_accountant_assigned_while_the_component_builds_its_mechanism(monkeypatch):
     """Review 10, F1: a capped accountant assigned while another thread builds the
-    mechanism (its first Doc) must be the one charged. Catches a setter that passes the
-    accountant on only to a mechanism already stored (the cap was bypassed)."""
+    mechanism (its first Doc) is the one every later release charges (the first Doc may
+    still be charged to the previous one). Catches a setter that passes the accountant on
+    only to a mechanism already stored (the cap was bypassed for good)."""
     building, _ = slow_build(monkeypatch, 0.05)
     nlp = spacy.blank("en")
     component = nlp.add_pipe("dxp_privatizer", config=COMPONENT)
@@ -309,12 +329,13 @@ def test_accountant_assigned_while_the_component_builds_its_mechanism(monkeypatc
         except BudgetExceededError as error:  # the cap may already apply to it
             outcome.append(error)
 
-    first = threading.Thread(target=first_doc)
+    first = threading.Thread(target=first_doc, daemon=True)
     first.start()
-    building.wait()
+    assert building.wait(WAIT)
     capped = dxp.Accountant(cap=0.0)
     component.accountant = capped
-    first.join()
+    first.join(WAIT)
+    assert not first.is_alive(), "the first Doc never finished: a hang"
     assert len(outcome) == 1
     assert component.mechanism.accountant is capped
     with pytest.raises(BudgetExceededError):
@@ -337,8 +358,9 @@ def test_threads_at_first_use_build_one_mechanism(monkeypatch):
 @pytest.mark.parametrize("mode", ["annotate", "replace"])
 def test_doc_freed_by_a_memory_zone_mid_call_is_never_charged_without_a_release(monkeypatch, mode):
     """Review 10, F2: another thread's ``nlp.memory_zone()`` may free a Doc's strings while
-    the component works on it. Everything the component reads from the Doc is read before
-    the charge, so the call either fails with nothing charged or returns its release.
+    the component works on it. Everything the component reads from the input Doc is read
+    before the charge, so the call either fails with nothing charged or returns its release
+    (in "replace" mode the new Doc's own strings are subject to an open zone too: documented).
     Catches a read of the Doc (e.g. ``doc.text``) after the charge: spend with no release."""
     nlp = spacy.blank("en")
     component = nlp.add_pipe("dxp_privatizer", config={**COMPONENT, "mode": mode})
@@ -367,3 +389,19 @@ def test_doc_freed_by_a_memory_zone_mid_call_is_never_charged_without_a_release(
         for left_open in open_zone:
             left_open.__exit__(None, None, None)
     assert freed == [True]
+
+
+def test_doc_whose_strings_are_gone_is_refused_without_the_raw_words_hash():
+    """Review 10: a Doc whose strings a memory zone freed before the component ran fails
+    before any charge, and the error is the library's own: spaCy's carries the hash of a
+    raw word, which a dictionary inverts."""
+    nlp = spacy.blank("en")
+    component = nlp.add_pipe("dxp_privatizer", config=COMPONENT)
+    component.initialize()
+    with nlp.memory_zone():
+        doc = nlp.make_doc("the zyxwvutsr game")
+    with pytest.raises(ValueError, match="strings are gone") as caught:
+        component(doc)
+    assert "E018" not in str(caught.value)
+    assert str(nlp.vocab.strings["zyxwvutsr"]) not in str(caught.value)
+    assert component.accountant.spent == 0.0

@@ -18,10 +18,13 @@ The component keeps no reference to ``nlp.vocab``, whose StringStore collects ev
 processed, so its pickles carry none (``nlp.to_bytes()`` does: see docs/front-doors.md).
 
 Threads may share a component: one lock builds the mechanism once and hands it the
-component's current accountant (an accountant assigned during the build is the one charged).
-Each batch reads all it needs from its Docs (token texts, whitespace, selection) before the
-mechanism charges the accountant, so a Doc whose strings are gone (freed by another thread's
-``nlp.memory_zone()``) fails before any spend.
+component's current accountant. Assigning an accountant waits for a build in progress (with
+large embeddings that takes a while); every release that starts after the assignment returns
+charges it (a Doc already past the build may charge the previous one): assign a capped
+accountant before the first Doc. Code run by the build (embedding loaders, mechanism
+plugins) must not use this component. Each batch reads all it needs from its Docs (token
+texts, whitespace, selection) before the mechanism charges the accountant, so a Doc whose
+strings are gone (freed by another thread's ``nlp.memory_zone()``) fails before any spend.
 """
 
 from __future__ import annotations
@@ -135,8 +138,8 @@ class Privatizer:
     def accountant(self, accountant: Accountant) -> None:
         if not isinstance(accountant, Accountant):
             raise TypeError("accountant must be an Accountant")
-        # Under the build lock: a mechanism being built now takes this accountant, not the
-        # one read before (a cap assigned during the first Doc would otherwise never apply).
+        # Under the build lock: a mechanism being built now gets this accountant once built
+        # (a cap assigned during the first Doc would otherwise never apply).
         with self._lock:
             self._accountant = accountant
             if self._mechanism is not None:
@@ -231,9 +234,18 @@ class Privatizer:
         # read here, before the charge: a Doc whose strings are gone (another thread's
         # nlp.memory_zone() freed them) then fails before any spend, not after.
         select = self._select
-        texts = [
-            TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
-        ]
+        try:
+            texts = [
+                TokenizedText.from_doc(doc, None if select is None else select(doc)) for doc in docs
+            ]
+        except KeyError as error:
+            if "[E018]" not in str(error):
+                raise
+            # spaCy's message carries the hash of a raw word, which a dictionary inverts.
+            raise ValueError(
+                "a Doc's strings are gone (another thread's nlp.memory_zone() ended while "
+                "it was processed?): give each thread its own nlp; nothing was charged"
+            ) from None
         # doc.text is the tokens' texts with their whitespace (no second read of the Doc).
         blank = [is_invisible(detokenize(text.words, text.spaces)) for text in texts]
         mechanism = self.mechanism
