@@ -36,7 +36,7 @@ from common import (
     save,
     set_faiss_threads,
 )
-from sentiment import Task, add_task_options, result_name, run, task_size
+from sentiment import Task, add_task_options, figure_name, result_name, run, task_size
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import plausible_deniability, privacy_ratio, sample_words
@@ -201,7 +201,10 @@ def main(argv: list[str] | None = None) -> None:
             baseline_label="clean training text",
             title=f"Pang & Lee, GloVe 50d {vocab_size // 1000}k; x: Madlib ε",
         )
-        figure.savefig(args.figures / "brr_vs_madlib_accuracy.png", dpi=90)
+        figure.savefig(
+            args.figures / figure_name(args, "repro_brr_vs_madlib", "brr_vs_madlib_accuracy"),
+            dpi=90,
+        )
         mean_n_w = {(row["mechanism"], row["epsilon"]): row["mean_n_w"] for row in deniability}
         by_n_w: dict[str, list[tuple[float, float, float, float]]] = {}
         for record in runs:
@@ -211,7 +214,10 @@ def main(argv: list[str] | None = None) -> None:
                 (mean_n_w[record.label, own], row["accuracy"], row["low"], row["high"])
             )
         plot_accuracy_by_n_w(
-            by_n_w, args.figures / "brr_vs_madlib_accuracy_by_n_w.png", baseline[0]
+            by_n_w,
+            args.figures
+            / figure_name(args, "repro_brr_vs_madlib", "brr_vs_madlib_accuracy_by_n_w"),
+            baseline[0],
         )
     elapsed = time.perf_counter() - started
     print(f"\ntotal {elapsed:.0f} s")

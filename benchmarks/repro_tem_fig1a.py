@@ -32,7 +32,7 @@ from common import (
     save,
     set_faiss_threads,
 )
-from sentiment import Task, add_task_options, result_name, run, task_size
+from sentiment import Task, add_task_options, figure_name, result_name, run, task_size
 
 import dxp_plugins as dxp
 from dxp_plugins.calibration import plausible_deniability, sample_words
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         plotting.privacy_utility(
             curves,
-            args.figures / "tem_vs_madlib_accuracy.png",
+            args.figures / figure_name(args, "repro_tem_fig1a", "tem_vs_madlib_accuracy"),
             baseline=baseline[0],
             baseline_label="clean training text",
             title=f"Pang & Lee reviews, GloVe 50d {vocab_size // 1000}k, {n_train} private",
@@ -179,7 +179,9 @@ def main(argv: list[str] | None = None) -> None:
             for label, points in curves.items()
         }
         plot_accuracy_by_n_w(
-            by_n_w, args.figures / "tem_vs_madlib_accuracy_by_n_w.png", baseline[0]
+            by_n_w,
+            args.figures / figure_name(args, "repro_tem_fig1a", "tem_vs_madlib_accuracy_by_n_w"),
+            baseline[0],
         )
     elapsed = time.perf_counter() - started
     print(f"\ntotal {elapsed:.0f} s")

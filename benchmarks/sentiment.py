@@ -63,6 +63,14 @@ def result_name(args: argparse.Namespace, script: str) -> str:
     return f"{script}_full" if args.full else script
 
 
+def figure_name(args: argparse.Namespace, script: str, stem: str) -> str:
+    """``stem.png`` for the default run, else with the run's suffix (``stem_full.png``,
+    ``stem_NAME.png``): figures of another run do not replace those the docs show."""
+    name = result_name(args, script)
+    suffix = name[len(script) :] if name.startswith(script) else f"_{name}"
+    return f"{stem}{suffix}.png"
+
+
 @dataclass
 class Task:
     """Texts, labels and the train/test splits of every repeat."""

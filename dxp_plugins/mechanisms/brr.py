@@ -103,8 +103,8 @@ class BRR(Mechanism):
         if isinstance(embeddings, BinaryCodes | np.ndarray):
             raise TypeError(
                 "BRR takes an EmbeddingTable, a registry name or a {word: code} mapping, not "
-                "bare codes: for codes alone use BRR.from_codes(words, codes, epsilon) or "
-                "BRR(dict(zip(words, codes)), epsilon), or BRR(table, epsilon, codes=codes)"
+                "bare codes: for codes alone use BRR.from_codes(words, codes, epsilon), or "
+                "BRR(table, epsilon, codes=codes)"
             )
         if isinstance(embeddings, Mapping):
             if codes is not None:
