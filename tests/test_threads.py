@@ -9,6 +9,7 @@ between the read and the write it guards (without the GIL, any such race shows).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -70,6 +71,28 @@ def in_threads(fn: Callable[[int], T], calls: int, threads: int = 4) -> list[T]:
     if errors:
         raise errors[0]
     return results
+
+
+@contextlib.contextmanager
+def flipping_epsilon(mechanism: Any, values: tuple[float, float], pause: float) -> Iterator[None]:
+    """Another thread reassigns ``mechanism.epsilon`` to each of ``values`` in turn (sleeping
+    ``pause`` seconds between) while the block runs."""
+    stop = threading.Event()
+
+    def flip() -> None:
+        k = 0
+        while not stop.is_set():
+            mechanism.epsilon = values[k % 2]
+            k += 1
+            time.sleep(pause)
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        flipper.join(WAIT)
 
 
 class RecordingGenerator:
@@ -175,14 +198,6 @@ def test_each_release_is_recorded_and_charged_at_the_epsilon_of_its_noise(glove_
     monkeypatch.setattr(madlib, "sample_noise", recording)
     accountant = dxp.Accountant(cap=200.0)
     mechanism = dxp.Madlib(glove_5k, 0.5, accountant=accountant)
-    stop = threading.Event()
-
-    def flip() -> None:
-        k = 0
-        while not stop.is_set():
-            mechanism.epsilon = (0.5, 2.0)[k % 2]
-            k += 1
-            time.sleep(0)
 
     def release(i: int) -> float:
         seen.epsilons = []
@@ -195,13 +210,8 @@ def test_each_release_is_recorded_and_charged_at_the_epsilon_of_its_noise(glove_
         assert {record.epsilon for record in records} == set(seen.epsilons)
         return sum(record.spend for record in records)
 
-    flipper = threading.Thread(target=flip, daemon=True)
-    flipper.start()
-    try:
+    with flipping_epsilon(mechanism, (0.5, 2.0), pause=0.0):
         spends = in_threads(release, 200)
-    finally:
-        stop.set()
-        flipper.join(WAIT)
     assert sum(spends) == accountant.spent <= accountant.cap
 
 
@@ -220,24 +230,10 @@ def test_tem_law_cache_holds_the_right_law_for_each_key(glove_5k, monkeypatch):
     monkeypatch.setattr(tem_module.LawCache, "_drop_stale", yielding)
     words = np.r_[-1, np.arange(0, 120), np.arange(3000, 3040)]
     mechanism = dxp.TEM(glove_5k, 10.0, cache_mb=0.5)
-    stop = threading.Event()
-
-    def flip() -> None:
-        k = 0
-        while not stop.is_set():
-            mechanism.epsilon = (5.0, 10.0)[k % 2]
-            k += 1
-            time.sleep(0.0005)
-
     rng = np.random.default_rng(1)
     batches = [rng.choice(words, 6) for _ in range(300)]
-    flipper = threading.Thread(target=flip, daemon=True)
-    flipper.start()
-    try:
+    with flipping_epsilon(mechanism, (5.0, 10.0), pause=0.0005):
         in_threads(lambda i: mechanism.privatize_ids(batches[i]), len(batches))
-    finally:
-        stop.set()
-        flipper.join(WAIT)
     cache = mechanism.cache
     entries = dict(cache._entries)
     assert cache.nbytes == sum(law.nbytes for law, _ in entries.values()) <= cache.max_bytes
