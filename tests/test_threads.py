@@ -3,8 +3,9 @@
 
 Each test runs its calls on a few threads started together, with a tiny switch interval so
 that threads interleave inside the critical sections. Under the GIL a lock removed outright
-may go unnoticed (review 10, N1): the tests catch a missing lock when a thread switch falls
-between the read and the write it guards (without the GIL, any such race shows).
+may go unnoticed (review 10, N1), so the accountant and law-cache tests force a thread
+switch inside the sections their locks guard (a yielding cap check, a yielding entry table):
+a removed lock then shows under the GIL too.
 """
 
 from __future__ import annotations
@@ -216,20 +217,20 @@ def test_each_release_is_recorded_and_charged_at_the_epsilon_of_its_noise(glove_
 
 
 # -- TEM's law cache and scratch -------------------------------------------------------------------
-def test_tem_law_cache_holds_the_right_law_for_each_key(glove_5k, monkeypatch):
+def test_tem_law_cache_holds_the_right_law_for_each_key(glove_5k):
     """An evicting cache shared by threads while epsilon flips (5 <-> 10). Catches a law
-    cached under another epsilon's key; an unlocked put (``nbytes`` no longer the entries'
-    sum) only when two threads interleave inside it (eviction yields the GIL to help; under
-    the GIL this is probabilistic, see the module docstring)."""
-    drop_stale = tem_module.LawCache._drop_stale
+    cached under another epsilon's key, and an unlocked put (``nbytes`` no longer the
+    entries' sum, or an entry evicted twice): the cache's entry table yields the GIL on
+    every removal, so without the lock other threads enter a put half done."""
 
-    def yielding(self):
-        time.sleep(0)
-        drop_stale(self)
+    class YieldingEntries(dict):
+        def pop(self, *args):
+            time.sleep(0)
+            return super().pop(*args)
 
-    monkeypatch.setattr(tem_module.LawCache, "_drop_stale", yielding)
     words = np.r_[-1, np.arange(0, 120), np.arange(3000, 3040)]
     mechanism = dxp.TEM(glove_5k, 10.0, cache_mb=0.5)
+    mechanism.cache._entries = YieldingEntries()
     rng = np.random.default_rng(1)
     batches = [rng.choice(words, 6) for _ in range(300)]
     with flipping_epsilon(mechanism, (5.0, 10.0), pause=0.0005):
