@@ -3,7 +3,8 @@
 #   bash dev.sh demo    set up .venv and privatize a sample text with GloVe 6B 50d
 #   bash dev.sh test    set up .venv and run lint, type checks and the whole test suite
 #   bash dev.sh bench   set up .venv and run the benchmarks in benchmarks/
-#   bash dev.sh lowest  run the tests against the oldest dependency versions allowed
+#   bash dev.sh lowest  run the tests against the oldest dependency versions allowed,
+#                       then import each floor beside the newest numpy and scipy
 # Needs only Python >= 3.11 and network access to PyPI. Set PYTHON to choose the interpreter.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -86,6 +87,8 @@ case "$cmd" in
       --resolution lowest-direct --compile-bytecode -e ".[dev]"
     "$lowest/bin/python" -m pytest -p no:cacheprovider \
       -W "ignore::pyparsing.warnings.PyparsingDeprecationWarning" "$@"
+    # ... and each floor beside the newest numpy and scipy, which the run above never pairs.
+    "$lowest/bin/python" .ci/floors.py "$lowest/bin/uv" "$lowest/bin/python"
     ;;
   *)
     sed -n '2,7p' "$0"

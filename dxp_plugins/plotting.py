@@ -34,7 +34,9 @@ def _figure(width: float, height: float) -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ImportError("figures need matplotlib: pip install 'dxp-plugins[plot]'") from None
+        raise ImportError(
+            "figures need matplotlib: pip install matplotlib (the [plot] extra of dxp_plugins)"
+        ) from None
     return Figure(figsize=(width, height), layout="constrained")
 
 

@@ -956,3 +956,23 @@ def test_calibrate_checks_every_argument_before_creating_the_folder(tmp_path, ca
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1, err
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("module", ["dxp_plugins", "dxp_plugins.cli"])
+def test_python_dash_m_runs_the_command(module):
+    """``python -m dxp_plugins`` failed: the package had no ``__main__`` (review 11, L8)."""
+    result = subprocess.run(
+        [sys.executable, "-m", module, "--version"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0 and result.stdout.startswith("dxp_plugins "), result.stderr
+
+
+def test_missing_matplotlib_names_an_installable_package(monkeypatch):
+    """The hint said ``pip install 'dxp-plugins[plot]'``: no project of that name is on PyPI,
+    so the hint failed, or would install whoever registers the name (review 11, M5)."""
+    from dxp_plugins import plotting
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import -> ImportError
+    with pytest.raises(ImportError, match=r"pip install matplotlib\b") as info:
+        plotting._figure(1, 1)
+    assert "dxp-plugins[" not in str(info.value)

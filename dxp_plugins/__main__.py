@@ -1,0 +1,7 @@
+"""``python -m dxp_plugins``: the ``dxp`` command (as ``python -m dxp_plugins.cli``)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
