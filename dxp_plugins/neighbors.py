@@ -15,9 +15,9 @@ never excludes it, never falls back to it.
   best and the last candidate lie within twice a rounding bound of each other (the float64
   nearest row might not be among the candidates) is searched exactly in float64
   (:func:`exact_search`, a few ms per query): on GloVe 100k, 1 Madlib query in 200,000 at
-  epsilon = 5, none in 20,000 at each epsilon from 1e-12 to 200, so the exact index runs at
-  the speed it had in float32 alone. The result is the float64 nearest row whichever path
-  answers, and the same bits whatever other queries share the batch. The index
+  epsilon = 5 (commit 8d5b097), none in 20,000 at each epsilon from 1e-12 to 200, so the
+  exact index runs at the speed it had in float32 alone. The result is the float64 nearest
+  row whichever path answers, and the same bits whatever other queries share the batch. The index
   refuses a table with a row farther than ``1e18`` from its mean (squared norms that do not
   fit in float32). ``faiss.IndexFlatL2`` adds ``||q||^2`` in float32, which swamps the
   differences between rows when the noise is huge (small epsilon: at epsilon = 1e-6 it
@@ -27,10 +27,10 @@ never excludes it, never falls back to it.
   graph's :data:`CANDIDATES` best rows (at most ``ef_search``) are re-ranked in float64.
   Measure its recall with :func:`recall_at_1`: it falls with epsilon and with the
   vocabulary size. GloVe with the defaults, Madlib queries of uniformly drawn words, recall@1
-  at epsilon = 1 / 5 / 10 / 20: 20k words 0.80 / 0.96 / 0.995 / 1.00; 100k 0.48 / 0.83 /
-  0.97 / 0.994; 400k 0.34 / 0.62 / 0.81 / 0.95 (frequent words, as in real text, fare
-  better: 0.99 at epsilon = 10 on all three). Queries the graph cannot answer are searched
-  exactly.
+  at epsilon = 1 / 5 / 10 / 20: 20k words 0.80 / 0.96 / 0.99 / 1.00; 100k 0.49 / 0.84 /
+  0.96 / 0.995; 400k 0.33 / 0.62 / 0.81 / 0.95 (frequent words, as in real text, fare
+  better: 0.98-0.99 at epsilon = 10 on all three; benchmarks/results/hnsw_recall.md).
+  Queries the graph cannot answer are searched exactly.
 
 Ties: rows with identical vectors are exact ties for every query; the search returns one of
 them uniformly at random (the exact index holds one row of each group). Rows at exactly

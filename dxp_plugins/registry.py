@@ -1,4 +1,4 @@
-"""Catalogue registries, fed by entry points (CONVENTIONS.md "catalogue registries").
+"""Catalogue registries, fed by entry points (README.md "Embeddings").
 
 * ``embeddings`` -- entry-point group ``dxp_plugins_embeddings``: loaders returning an
   :class:`~dxp_plugins.embeddings.table.EmbeddingTable`;

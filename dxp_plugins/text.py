@@ -417,8 +417,9 @@ def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
     """Privatize one text: tokenize (whitespace kept), privatize every word with
     ``mechanism``, detokenize. Returns :class:`PrivateText` (``.text``, ``.guarantee``).
 
-    Punctuation on :data:`PUNCTUATION` and whitespace pass through (counted in the
-    guarantee); for many texts use :func:`privatize_texts`, which batches the search.
+    Punctuation on :data:`PUNCTUATION` passes through (counted in the guarantee);
+    whitespace is kept as layout (not counted). For many texts use :func:`privatize_texts`,
+    which batches the search.
     """
     if not isinstance(text, str | bytes | bytearray):
         raise TypeError(

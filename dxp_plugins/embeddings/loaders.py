@@ -43,8 +43,9 @@ def load_glove_6b_50d(vocab_size: int | None = None) -> EmbeddingTable:
     ``vocab_size`` keeps the N most frequent words.
 
     The package ships the vectors in Fortran order and the words as parquet. The first load
-    converts both once into the cache folder (``$DXP_CACHE`` or ``~/.cache/dxp_plugins``,
-    under ``glove-6b-50d/v2-<package version>-<sizes of its files>``) with a manifest of their
+    converts both once into the cache folder (``$DXP_CACHE``, else
+    ``$XDG_CACHE_HOME/dxp_plugins``, else ``~/.cache/dxp_plugins``, under
+    ``glove-6b-50d/v2-<package version>-<sizes of its files>``) with a manifest of their
     sizes and SHA-256; later loads read them with plain numpy (no pyarrow, no transposition).
     Every load checks the sizes against the manifest, and the first load of a process also
     the SHA-256: a damaged, truncated or edited cache is converted again, with a warning

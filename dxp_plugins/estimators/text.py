@@ -71,7 +71,8 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         then returns the texts unchanged and sets ``last_guarantee_`` to None.
     batch_size:
         Texts per mechanism call (default 1000, as spaCy's ``nlp.pipe``: one seed then
-        gives the same words through every door; seeded TEM draws depend on the batch).
+        gives the same words through every door; the seeded draws of every mechanism depend
+        on the batch).
         The one parameter that may change between ``fit`` and ``transform``: any other
         change makes ``transform`` refuse until the next ``fit``.
     accountant:

@@ -16,7 +16,8 @@ Config (see :mod:`dxp_plugins.doors` for the shared settings): ``epsilon`` (requ
 * ``"annotate"`` (default): ``token._.dxp_text`` and ``doc._.dxp_text`` hold the private
   words and text (attribute names: ``token_attr``, ``doc_attr``); the Doc keeps its raw words.
 * ``"replace"``: later components receive a new Doc made of the private words with the
-  original whitespace; no raw word, annotation or extension value is carried over.
+  original whitespace; no raw word, annotation or extension value is carried over (but a
+  pickle of the Doc carries ``nlp.vocab``'s strings: use ``nlp.memory_zone()``).
 
 In both modes ``doc._.dxp_guarantee`` (``guarantee_attr``) holds the guarantee of the doc's
 release as a dict.
