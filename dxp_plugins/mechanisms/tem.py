@@ -651,15 +651,10 @@ class TEM(Mechanism):
         step = self._block_rows(40)
         for start in range(0, len(ids), step):
             block = ids[start : start + step]
-            distances, mask = self._balls(block, gamma)
-            n_inside = mask.sum(axis=1)
-            n_outside = size - n_inside
-            scores = sample_gumbel(rng, (len(block), size + 1), epsilon)
-            # Branch-free: the same work whatever the ball (a masked write, or an argmax
-            # that stops early, would take time that depends on |L_w|, PRIVACY.md 27).
-            scores[:, :size] -= np.where(mask, distances, np.inf)
-            bottom = bottom_score(gamma, np.maximum(n_outside, 1), n_inside, epsilon)
-            scores[:, size] += np.where(n_outside > 0, bottom, -np.inf)
+            scores, mask, n_outside = self._constant_work_scores(block, epsilon, gamma)
+            # -d + g is bit for bit the g - d this loop computed before the scores had
+            # their own method (IEEE: x - y = x + (-y), and + commutes): seeded runs unchanged.
+            scores += sample_gumbel(rng, scores.shape, epsilon)
             winners = np.argmax(scores, axis=1)
             # The uniform draw from W \ L_w, done for every token whether or not ⊥ won.
             ranks = rng.integers(0, np.maximum(n_outside, 1))
@@ -667,6 +662,27 @@ class TEM(Mechanism):
             drawn = np.count_nonzero(outside_count <= ranks[:, None], axis=1)
             out[start : start + len(block)] = np.where(winners == size, drawn, winners)
         return out
+
+    def _constant_work_scores(
+        self, block: np.ndarray, epsilon: float, gamma: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scores :meth:`_sample_constant_work` adds Gumbel noise to, for a block of
+        inputs: ``(scores, mask, n_outside)`` with ``scores[:, :|W|]`` = ``-d`` in the ball
+        and ``-inf`` outside it, ``scores[:, |W|]`` = ⊥'s score (``-inf`` when ``W \\ L_w``
+        is empty), ``mask`` the ball and ``n_outside`` = ``|W \\ L_w|`` per row. Its own
+        method so that tests can compare this law with the closed form without sampling.
+        """
+        size = len(self.embeddings)
+        distances, mask = self._balls(block, gamma)
+        n_inside = mask.sum(axis=1)
+        n_outside = size - n_inside
+        scores = np.empty((len(block), size + 1), dtype=np.float64)
+        # Branch-free: the same work whatever the ball (a masked write, or an argmax
+        # that stops early, would take time that depends on |L_w|, PRIVACY.md 27).
+        np.negative(np.where(mask, distances, np.inf), out=scores[:, :size])
+        bottom = bottom_score(gamma, np.maximum(n_outside, 1), n_inside, epsilon)
+        scores[:, size] = np.where(n_outside > 0, bottom, -np.inf)
+        return scores, mask, n_outside
 
     # -- Algorithm 3: precomputed candidate lists ---------------------------------------------
     def precompute(

@@ -19,6 +19,7 @@ import dxp_plugins as dxp
 from dxp_plugins.audit import epsilon_lower_bound, g_test, independence_scores, output_counts
 from dxp_plugins.embeddings import OOV_ID
 from dxp_plugins.mechanisms import tem as tem_module
+from tests.audit.spies import record_calls
 from tests.fixtures import GRID_PAIRS, grid_fixture
 
 pytestmark = pytest.mark.statistical
@@ -320,3 +321,245 @@ def test_unk_point_far_from_every_word_keeps_its_law(points, gamma, law, constan
     out = mech.privatize_ids(np.full(draws, OOV_ID))
     assert np.all(out < 2)  # the third word weighs ~e^-1520: never drawn
     assert stats.binomtest(int(np.sum(out == 1)), draws, 0.5).pvalue > P_FAIL
+
+
+# -- T2 exact: the tables the samplers draw from, against the closed form (no sampling) -------
+# The G-tests above see a relative error of a few percent in the law at best, and only on
+# the words they sample; a ⊥ miscount of one word moves the grid laws by ~2% and passed them
+# (review 11). The laws the samplers realise are computable without drawing: the inverse-CDF
+# tables of the default sampler (WordLaw.probabilities) and the scores the constant-work
+# sampler adds Gumbel noise to. Correct code matches the closed form to ~1e-14.
+TABLE_RTOL = 1e-9
+TABLE_CASES = {
+    **{
+        f"grid eps {epsilon} gamma {units}/eps": (
+            lambda epsilon=epsilon: grid_fixture(epsilon),
+            epsilon,
+            units / epsilon,
+            LAW_WORDS,  # corner, edge, centre and the UNK point
+        )
+        for epsilon in EPSILONS
+        for units in (SMALL, LARGE)
+    },
+    # balls of 1-3 law blocks with a padded last block; the UNK law is built first
+    "700 words, multi-block laws": (lambda: multi_block_fixture(), 4.0, 0.55, [OOV_ID, 1, 4]),
+    # ⊥ omitted (W \ L_w empty) and ⊥ standing for exactly one word
+    **{
+        f"line eps {epsilon}, 0 or 1 word outside": (
+            lambda epsilon=epsilon: line_fixture(epsilon),
+            epsilon,
+            4.0 / epsilon,
+            [0, 1, 2],
+        )
+        for epsilon in EPSILONS
+    },
+}
+#: Cases where every graded mutant changes some law (each has a word with |W \ L_w| > 1).
+MUTANT_CASES = [name for name in TABLE_CASES if not name.startswith("line")]
+
+
+def table_case(name: str, constant_work: bool = False, cache_mb: float = 64.0):
+    factory, epsilon, gamma, words = TABLE_CASES[name]
+    table = factory()
+    mech = dxp.TEM(
+        table, epsilon=epsilon, gamma=gamma, constant_work=constant_work, cache_mb=cache_mb
+    )
+    closed_form = np.array([reference_law(table, word, epsilon, gamma) for word in words])
+    return mech, np.array(words, dtype=np.int64), closed_form
+
+
+def default_sampler_laws(mech: dxp.TEM, words: np.ndarray, path: str) -> np.ndarray:
+    """The laws the default sampler draws from, one row per word, built the way ``path``
+    builds them: ``precompute`` (``_laws(admit_all=True)``, what ``precompute()`` caches),
+    ``cache`` (``_word_laws``, the iterator ``_sample`` consumes, laws admitted to the
+    cache) or ``scratch`` (the same with cache_mb=0: laws in one reused buffer)."""
+    unique = np.unique(words)
+    epsilon, gamma, size = mech.epsilon, mech.gamma, len(mech.embeddings)
+    if path == "precompute":
+        laws = (law for law, _ in mech._laws(unique, epsilon, gamma, admit_all=True))
+    else:
+        laws = mech._word_laws(unique, epsilon, gamma)
+    # a scratch-buffer law is valid only until the next one is built: read each at once
+    tables = np.array([law.probabilities(size) for law in laws])
+    return tables[np.searchsorted(unique, words)]
+
+
+def default_table_error(name: str) -> float:
+    """Largest relative deviation from the closed form over the case's words and the three
+    ways of building a law."""
+    worst = 0.0
+    for path in ("precompute", "cache", "scratch"):
+        mech, words, closed_form = table_case(name, cache_mb=0.0 if path == "scratch" else 64.0)
+        laws = default_sampler_laws(mech, words, path)
+        worst = max(worst, float(np.max(np.abs(laws - closed_form) / closed_form)))
+    return worst
+
+
+def constant_work_laws(mech: dxp.TEM, words: np.ndarray) -> np.ndarray:
+    """The law the constant-work sampler realises: Gumbel(2/eps)-max over its scores is a
+    draw from softmax(scores * eps / 2); ⊥'s mass goes uniformly to W \\ L_w."""
+    scores, mask, n_outside = mech._constant_work_scores(words, mech.epsilon, mech.gamma)
+    logits = scores * (mech.epsilon / 2)
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    size = len(mech.embeddings)
+    bottom = weights[:, size] / np.maximum(n_outside, 1)
+    return weights[:, :size] + np.where(mask, 0.0, bottom[:, None])
+
+
+def constant_work_error(name: str) -> float:
+    mech, words, closed_form = table_case(name, constant_work=True)
+    laws = constant_work_laws(mech, words)
+    return float(np.max(np.abs(laws - closed_form) / closed_form))
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_CASES))
+def test_default_sampler_tables_equal_the_closed_form(name):
+    """Catches any arithmetic error in the laws the default sampler draws from (Gumbel
+    scale, ⊥ score or count, the top-score shift, block padding), with no sampling error:
+    the G-tests above miss a ⊥ miscount of one word (review 11)."""
+    assert default_table_error(name) < TABLE_RTOL
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_CASES))
+def test_constant_work_scores_give_the_closed_form(name):
+    """The constant-work sampler has its own ⊥ and mask arithmetic; this compares the law
+    its scores define with the closed form (its G-test draws only 25k per word)."""
+    mech, words, _ = table_case(name, constant_work=True)
+    scores, _, _ = mech._constant_work_scores(words, mech.epsilon, mech.gamma)
+    assert scores.shape == (len(words), len(mech.embeddings) + 1)
+    assert constant_work_error(name) < TABLE_RTOL
+
+
+# -- T4 for the exact table checks: graded mutants, each must make them FAIL -------------------
+def scaled_gumbel(epsilon):
+    """The scale the laws are built with (WordLaw.build divides scores by it), x0.95."""
+    return 0.95 * 2.0 / epsilon
+
+
+def bottom_epsilon_scaled(gamma, n_outside, n_inside, epsilon):
+    """⊥ scored at 0.9 epsilon: its weight is off by a factor |W \\ L_w|^(1/9)."""
+    return -gamma + 2.0 * np.log(n_outside) / (0.9 * epsilon)
+
+
+def bottom_count_plus_one(gamma, n_outside, n_inside, epsilon):
+    return -gamma + 2.0 * np.log(n_outside + 1) / epsilon
+
+
+def bottom_count_minus_one(gamma, n_outside, n_inside, epsilon):
+    with np.errstate(divide="ignore"):  # one word outside: ⊥ then weighs nothing
+        return -gamma + 2.0 * np.log(n_outside - 1) / epsilon
+
+
+_true_build = tem_module.WordLaw.build
+
+
+@classmethod
+def build_at_larger_epsilon(cls, distances, mask, gamma, epsilon, *args, **kwargs):
+    """An error inside the law-building path (not at a hook): the table built at 1.05 eps."""
+    return _true_build(distances, mask, gamma, 1.05 * epsilon, *args, **kwargs)
+
+
+TABLE_MUTANTS = {
+    "Gumbel/law scale x0.95": (tem_module, "gumbel_scale", scaled_gumbel),
+    "⊥ epsilon x0.9": (tem_module, "bottom_score", bottom_epsilon_scaled),
+    "⊥ count |W \\ L_w| + 1": (tem_module, "bottom_score", bottom_count_plus_one),
+    "⊥ count |W \\ L_w| - 1": (tem_module, "bottom_score", bottom_count_minus_one),
+    "WordLaw.build at 1.05 eps": (tem_module.WordLaw, "build", build_at_larger_epsilon),
+    **{
+        f"suite: {name}": (tem_module, attribute, mutant)
+        for name, (attribute, mutant, _) in MUTANTS.items()
+    },
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(TABLE_MUTANTS))
+def test_default_sampler_tables_reject_mutant(monkeypatch, mutant):
+    owner, attribute, replacement = TABLE_MUTANTS[mutant]
+    monkeypatch.setattr(owner, attribute, replacement)
+    errors = {name: default_table_error(name) for name in MUTANT_CASES}
+    assert min(errors.values()) > TABLE_RTOL, errors
+
+
+def constant_work_scores_bottom_plus_one(self, block, epsilon, gamma):
+    """An inline ⊥ miscount in the constant-work path: ln(|W \\ L_w| + 1), the kind of
+    guard against ln 0 that branch-free code invites."""
+    size = len(self.embeddings)
+    distances, mask = self._balls(block, gamma)
+    n_outside = size - mask.sum(axis=1)
+    scores = np.empty((len(block), size + 1))
+    scores[:, :size] = -np.where(mask, distances, np.inf)
+    bottom = -gamma + 2.0 * np.log(n_outside + 1) / epsilon
+    scores[:, size] = np.where(n_outside > 0, bottom, -np.inf)
+    return scores, mask, n_outside
+
+
+CONSTANT_WORK_MUTANTS = {
+    "inline ⊥ count |W \\ L_w| + 1": (
+        dxp.TEM,
+        "_constant_work_scores",
+        constant_work_scores_bottom_plus_one,
+    ),
+    "⊥ epsilon x0.9": (tem_module, "bottom_score", bottom_epsilon_scaled),
+    "⊥ count |W \\ L_w| - 1": (tem_module, "bottom_score", bottom_count_minus_one),
+    "suite: candidates capped at top-k": (tem_module, "ball_mask", ball_capped_top_k),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(CONSTANT_WORK_MUTANTS))
+def test_constant_work_scores_reject_mutant(monkeypatch, mutant):
+    owner, attribute, replacement = CONSTANT_WORK_MUTANTS[mutant]
+    monkeypatch.setattr(owner, attribute, replacement)
+    errors = {name: constant_work_error(name) for name in MUTANT_CASES}
+    assert min(errors.values()) > TABLE_RTOL, errors
+
+
+# -- the epsilon and gamma that reach the law tables and the noise, end to end ----------------
+# The exact checks above build the tables at the epsilon the test passes; this ties them to
+# what ``privatize`` really uses.
+_true_tem_sample = dxp.TEM._sample
+
+
+def sample_at_105_epsilon(self, ids, rng, epsilon):
+    """Both samplers run at 1.05 epsilon while the record claims epsilon."""
+    return _true_tem_sample(self, ids, rng, 1.05 * epsilon)
+
+
+def sampler_settings(monkeypatch, constant_work: bool) -> tuple[set, float, float]:
+    """The (epsilon, gamma) of every law built (default sampler) or of every block's scores
+    and Gumbel noise (constant work) during ``privatize``, and the claimed epsilon and gamma."""
+    epsilon = 0.5
+    mech = make_tem(epsilon, SMALL, constant_work)
+    tokens = ["g0_0", "g3_3", "zq-not-a-word", "g0_1", "g0_0"]
+    if constant_work:
+        scores = record_calls(monkeypatch, dxp.TEM, "_constant_work_scores")
+        noise = record_calls(monkeypatch, tem_module, "sample_gumbel")
+        mech.privatize(tokens)
+        assert [call["returned"][0].shape for call in scores] == [
+            call["shape"] for call in noise
+        ]  # noise on every score of the block, ⊥ included
+        assert sum(len(call["block"]) for call in scores) == len(tokens)
+        used = {(call["epsilon"], call["gamma"]) for call in scores}
+        used |= {(call["epsilon"], mech.gamma) for call in noise}
+    else:
+        laws = record_calls(monkeypatch, tem_module.WordLaw, "build")
+        mech.privatize(tokens)
+        assert len(laws) == len(set(tokens))  # one law per distinct input (cache empty)
+        used = {(call["epsilon"], call["gamma"]) for call in laws}
+    assert mech.last_guarantee is not None
+    return used, mech.last_guarantee.epsilon, mech.gamma
+
+
+@pytest.mark.parametrize("constant_work", [False, True])
+def test_samplers_run_at_the_claimed_epsilon(monkeypatch, constant_work):
+    """Catches any factor between ``privatize`` and the laws or the Gumbel noise exactly:
+    the table checks and the Gumbel KS test take epsilon from the test, not the release."""
+    used, claimed, gamma = sampler_settings(monkeypatch, constant_work)
+    assert claimed == 0.5 and used == {(claimed, gamma)}, used
+
+
+@pytest.mark.parametrize("constant_work", [False, True])
+def test_sampler_epsilon_check_rejects_a_scaled_caller(monkeypatch, constant_work):
+    monkeypatch.setattr(dxp.TEM, "_sample", sample_at_105_epsilon)
+    used, claimed, gamma = sampler_settings(monkeypatch, constant_work)
+    assert used != {(claimed, gamma)}, used
