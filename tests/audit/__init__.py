@@ -6,11 +6,15 @@ Chance failures under correct code. Each statistical check fails with probabilit
 :func:`dxp_plugins.audit.epsilon_lower_bound` is family-wise at ``alpha = 1e-6``: one-sided
 Clopper-Pearson bounds at ``alpha / (2 * tests)`` with ``tests = 2 directions x pairs x
 outputs``. These bounds are exact and conservative; the G-test and KS levels are nominal
-(asymptotic). No test makes more than 4 such checks (TEM's exact law over 4 words; TEM's
-zero/one-word-outside fixture, with 3 G-tests and 1 audit). So a test fails by chance with
-probability at most ~4e-6. The whole statistical suite makes 122 of these checks, about
-1.2e-4 in all (Madlib 13, TEM 74, BRR 21, LPLP 14). The |z| < 6 coincidence and tie checks
-add about 2e-9 each.
+(asymptotic). No test makes more than 4 such checks at 1e-6 (TEM's exact law over 4 words;
+TEM's zero/one-word-outside fixture, with 3 G-tests and 1 audit); Madlib's exact plane law
+makes 6 G-tests at 1e-6 / 6 each. So a test fails by chance with probability at most ~4e-6.
+The whole statistical suite makes 124 of these checks or families, about 1.2e-4 in all
+(Madlib 15, TEM 74, BRR 21, LPLP 14). The |z| < 6 coincidence and tie checks add about
+2e-9 each. The exact table checks (TEM's sampler tables and constant-work scores against
+the closed form, rtol 1e-9; correct code ~1e-14) and the spies (the epsilon, flip
+probability or alpha that reaches each sampler from the public API, ``spies.py``) draw
+nothing and cannot fail by chance.
 
 The "not vacuous" floors of the ``*_passes`` tests sit 10 or more standard deviations below
 the bound that correct code gives. Bound / claim under correct code, from 6 runs per fixture
@@ -44,4 +48,13 @@ noise scaled   true/claim   excess at eps*d = 2    bound/claim          audit
 =============  ===========  =====================  ===================  ==========
 
 At 0.85 the catch is narrow. These figures match the ~0.25 nats that PRIVACY.md states.
+
+So T3 is the black-box backstop, not the fine check (review 11 measured every mechanism:
+on these fixtures correct code reaches 0.5-0.97 of the claimed loss, so a 5% error takes
+millions of draws to flag, or on the Madlib and TEM fixtures cannot be flagged at all).
+Small errors are caught without sampling error or with exact laws: TEM's sampler tables
+against the closed form catch a Gumbel scale x0.95, ⊥ scored at 0.9 epsilon and a ⊥ count
+off by one word; Madlib's exact plane law (quadrature, ``plane_law.py``) catches a noise
+scale x0.95 applied outside ``sample_noise``; the spies catch any factor between the
+public API and the samplers of Madlib, TEM, BRR and LPLP.
 """

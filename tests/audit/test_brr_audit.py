@@ -19,6 +19,7 @@ import dxp_plugins as dxp
 from dxp_plugins.audit import epsilon_lower_bound, g_test, independence_scores, output_counts
 from dxp_plugins.embeddings.binary import hamming
 from dxp_plugins.mechanisms import brr as brr_module
+from tests.audit.spies import record_calls
 from tests.fixtures import all_codes, even_weight_codes, one_faiss_thread  # noqa: F401
 
 pytestmark = [pytest.mark.statistical, pytest.mark.usefixtures("one_faiss_thread")]
@@ -208,3 +209,45 @@ def test_tokens_and_calls_draw_independent_flips(kind):
     by the next call; pairs of outputs must coincide only as often as independent draws."""
     scores = independence_scores(codebook(kind, 2.0), 0, 3 if kind == "even" else 1)
     assert max(map(abs, scores.values())) < 6.0, scores
+
+
+# -- the flip probability that reaches the sampler, end to end (PRIVACY.md T4) ---------------
+_true_flips = dxp.BRR._flips
+
+
+def flips_at_102_epsilon(self, rng, count, epsilon):
+    """Bits flipped at 1.02 epsilon in the release path while the record claims epsilon:
+    T1 tests sample_flips only at the epsilon the test passes, T2 missed x1.02 at 0.5 and
+    T3 is blind below x1.1 there (review 11)."""
+    return _true_flips(self, rng, count, 1.02 * epsilon)
+
+
+def flip_probabilities(monkeypatch, epsilon: float) -> list[float]:
+    """The flip probability of every sample_flips call made by ``privatize`` (the real
+    sampler runs): what the module's flip_probability returned inside each call."""
+    flips = record_calls(monkeypatch, brr_module, "sample_flips")
+    probabilities = record_calls(monkeypatch, brr_module, "flip_probability")
+    mech = codebook("full", epsilon)
+    tokens = ["c0", "c5", "zq-not-a-word", "c255", "c0"]
+    assert len(mech.privatize(tokens)) == len(tokens)
+    assert mech.last_guarantee is not None and mech.last_guarantee.epsilon == epsilon
+    assert sum(call["count"] for call in flips) == len(tokens)  # every token flipped
+    assert all(call["n_bits"] == BITS for call in flips)
+    assert len(probabilities) == len(flips)  # one probability per sampler call
+    return [call["returned"] for call in probabilities]
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_flips_are_drawn_at_the_claimed_probability(monkeypatch, epsilon):
+    """Catches any factor between ``privatize`` and the flips, however small: the
+    probability used must be 1 / (1 + e^epsilon) of the claimed epsilon."""
+    used = flip_probabilities(monkeypatch, epsilon)
+    expected = 1.0 / (1.0 + np.exp(epsilon))
+    assert used and all(p == pytest.approx(expected, rel=1e-12) for p in used), used
+
+
+def test_flip_probability_check_rejects_a_scaled_caller(monkeypatch):
+    monkeypatch.setattr(dxp.BRR, "_flips", flips_at_102_epsilon)
+    used = flip_probabilities(monkeypatch, 0.5)
+    expected = 1.0 / (1.0 + np.exp(0.5))
+    assert any(p != pytest.approx(expected, rel=1e-12) for p in used), used

@@ -5,6 +5,7 @@ from the document's own counts, must each make the audit FAIL)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -19,6 +20,7 @@ from dxp_plugins.lplp import noise
 from dxp_plugins.lplp.compression import check_counts
 from dxp_plugins.lplp.histogram import dp_histogram
 from dxp_plugins.lplp.release import LPLPRelease
+from tests.audit.spies import record_calls
 
 pytestmark = pytest.mark.statistical
 
@@ -280,3 +282,68 @@ def test_audit_cells_cover_the_risky_outputs():
         if sum(row) <= 1
     }
     assert len(set(cells.values())) == 4
+
+
+# -- the rate that reaches the geometric sampler, end to end (PRIVACY.md T4) -------------------
+_true_noise_calibration = LPLPRelease.noise_calibration
+
+
+def noise_rate_scaled_105(self):
+    """Noise drawn at rate 1.05 epsilon / N in the release path while the record claims
+    epsilon: true epsilon 1.05x the claim (``calibrate`` itself is right, so
+    test_sound_calibration_does_not_rescale cannot see it)."""
+    calibrated = _true_noise_calibration(self)
+    return dataclasses.replace(calibrated, rate=1.05 * calibrated.rate)
+
+
+def noise_rate_ignores_n(self):
+    """Noise drawn at rate epsilon, N ignored, while the record claims (N, epsilon)."""
+    calibrated = _true_noise_calibration(self)
+    return dataclasses.replace(calibrated, rate=calibrated.rate * calibrated.n_changes)
+
+
+def sampler_rates(monkeypatch, epsilon: float, n_changes: int) -> list[float]:
+    """The rate of every two-sided geometric draw made by ``fit_transform`` (the real
+    sampler runs), after checking that the record claims (N, epsilon) as asked."""
+    calls = record_calls(monkeypatch, noise, "sample_two_sided_geometric")
+    words = [f"w{j}" for j in range(M)]
+    table = dxp.EmbeddingTable(
+        words, np.arange(2 * M, dtype=float).reshape(M, 2), frequency_rank=RANKS
+    )
+    transformer = LPLPTransformer(
+        epsilon=epsilon,
+        n_changes=n_changes,
+        n_groups=K,
+        grouping="frequency",
+        vocabulary=words,
+        embeddings=table,
+    )
+    transformer.fit_transform(INPUTS)
+    record = transformer.last_guarantee_
+    assert (record.epsilon, record.claimed_epsilon, record.n_changes) == (
+        epsilon,
+        epsilon,
+        n_changes,
+    )
+    # every compressed entry of every document got noise
+    assert sum(int(np.prod(call["shape"])) for call in calls) == len(INPUTS) * K
+    return [call["rate"] for call in calls]
+
+
+@pytest.mark.parametrize("n_changes", [1, 3])
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_noise_is_drawn_at_rate_epsilon_over_n(monkeypatch, epsilon, n_changes):
+    """Catches any factor between the transformer and the geometric sampler (a rescaled
+    rate, N ignored) exactly, however small: T1 tests the sampler only at the rate the
+    test passes, and T3 audits N=1 and misses a rate off by 5% at epsilon 0.5 at 200k."""
+    rates = sampler_rates(monkeypatch, epsilon, n_changes)
+    assert rates and all(np.exp(-rate) == np.exp(-epsilon / n_changes) for rate in rates), rates
+
+
+@pytest.mark.parametrize(
+    ("mutant", "n_changes"), [(noise_rate_scaled_105, 1), (noise_rate_ignores_n, 3)]
+)
+def test_noise_rate_check_rejects_mutant(monkeypatch, mutant, n_changes):
+    monkeypatch.setattr(LPLPRelease, "noise_calibration", mutant)
+    rates = sampler_rates(monkeypatch, 0.5, n_changes)
+    assert any(np.exp(-rate) != np.exp(-0.5 / n_changes) for rate in rates), rates

@@ -1,15 +1,20 @@
-"""Madlib audit, PRIVACY.md layers T1 (sampler law), T3 (black-box metric-DP audit) and
-T4 (each known bug injected must make the audit FAIL)."""
+"""Madlib audit, PRIVACY.md layers T1 (sampler law), T2 (exact output law on the plane
+fixture, by quadrature), T3 (black-box metric-DP audit) and T4 (each known bug injected must
+make the audit FAIL)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, special, stats
 
 import dxp_plugins as dxp
-from dxp_plugins.audit import epsilon_lower_bound, output_counts
+from dxp_plugins.audit import epsilon_lower_bound, g_test, output_counts
 from dxp_plugins.mechanisms import madlib as madlib_module
+from tests.audit.plane_law import plane_law
+from tests.audit.spies import record_calls
 from tests.fixtures import PLANE_PAIRS, plane_fixture
 
 pytestmark = pytest.mark.statistical
@@ -249,3 +254,132 @@ def test_document_audit_fails_when_noise_reused(monkeypatch, epsilon):
     monkeypatch.setattr(madlib_module, "sample_noise", noise_reused_per_document)
     result = audit_documents(epsilon)
     assert not result.passed, str(result)
+
+
+# -- T2: the exact output law on the plane fixture (quadrature, tests/audit/plane_law.py) -----
+# T1 checks sample_noise itself, so a noise scale wrong in its caller passes it, and T3 on
+# the plane misses a noise scale up to ~x0.9 (true epsilon 1.11x the claim; review 11).
+LAW_DRAWS = 50_000
+
+
+def half_plane_tail(h: float, epsilon: float) -> float:
+    """``Pr[Z_1 > h]`` for planar Laplace noise: Z_1 has density
+    ``eps^2 |z| K_1(eps |z|) / pi``, so the tail is ``(1/pi) int_{eps h}^inf u K_1(u) du``
+    (h >= 0), a 1-D integral computed here to ~1e-13 independently of the quadrature."""
+    tail = integrate.quad(
+        lambda u: u * special.k1(u), epsilon * abs(h), np.inf, epsabs=0, epsrel=1e-13
+    )[0]
+    tail /= np.pi
+    return tail if h >= 0 else 1.0 - tail
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_plane_law_is_exact_on_strips(epsilon):
+    """Three collinear words (turned 0.3 rad off the axes): the cells are a half-plane, a
+    strip and a half-plane, whose mass follows from the tail of one coordinate of Z. Checks
+    the lower envelope's breakpoints (two per ray) and the radial Gamma(2) CDF."""
+    turn = np.array([[np.cos(0.3), -np.sin(0.3)], [np.sin(0.3), np.cos(0.3)]])
+    words = np.array([[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]]) / epsilon
+    point = np.array([0.3, 0.7]) / epsilon
+    near, far = (1.0 - 0.3) / epsilon, (3.0 - 0.3) / epsilon
+    expected = [
+        1.0 - half_plane_tail(near, epsilon),
+        half_plane_tail(near, epsilon) - half_plane_tail(far, epsilon),
+        half_plane_tail(far, epsilon),
+    ]
+    law = plane_law(point @ turn.T, words @ turn.T, epsilon)
+    np.testing.assert_allclose(law, expected, rtol=1e-9)
+
+
+def test_plane_law_matches_a_cubature_of_quadrants():
+    """Four words at (+-1, +-1): the cells are the quadrants, whose corners make the
+    angular integrand kink; compared with scipy's 2-D adaptive cubature of the density."""
+    point = np.array([0.3, -0.2])  # epsilon = 1: the law depends on epsilon * positions only
+
+    def density(z2, z1):
+        return np.exp(-np.hypot(z1, z2)) / (2.0 * np.pi)
+
+    words = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
+    expected = []
+    for sign_1, sign_2 in words:
+        first = (-point[0], np.inf) if sign_1 > 0 else (-np.inf, -point[0])
+        second = (-point[1], np.inf) if sign_2 > 0 else (-np.inf, -point[1])
+        expected.append(integrate.dblquad(density, *first, *second, epsrel=1e-10)[0])
+    np.testing.assert_allclose(plane_law(point, words, 1.0), expected, rtol=1e-7)
+
+
+@functools.cache
+def plane_laws(epsilon: float) -> np.ndarray:
+    """Exact law of each fixture word, then of the UNK point (rows), over the fixture."""
+    table = plane_fixture(epsilon)
+    vectors = table.vectors.astype(np.float64)
+    points = np.vstack([vectors, table.unk_vector().astype(np.float64)[None, :]])
+    laws = np.array([plane_law(point, vectors, epsilon) for point in points])
+    laws.setflags(write=False)
+    return laws
+
+
+def exact_law_pvalues(epsilon: float, draws: int = LAW_DRAWS) -> list[float]:
+    """G-test p-value of each input's outputs (fixture words, then UNK) against its law."""
+    table = plane_fixture(epsilon)
+    mech = dxp.Madlib(table, epsilon=epsilon)
+    inputs = [*range(len(table)), -1]
+    counts = output_counts(
+        lambda row, n: mech.privatize_ids(np.full(n, row)), inputs, draws, len(table)
+    )
+    return [g_test(row, law) for row, law in zip(counts, plane_laws(epsilon), strict=True)]
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_exact_output_law(epsilon):
+    """Catches a noise scale off by ~3-5% anywhere in the release path (x0.95: the six
+    rows miss together with probability ~1e-21; x0.97 caught ~96%), and any decoding that
+    is not the nearest word. Six G-tests, Bonferroni: family-wise 1e-6."""
+    pvalues = exact_law_pvalues(epsilon)
+    assert min(pvalues) > P_FAIL / len(pvalues), pvalues
+
+
+_true_sample = dxp.Madlib._sample
+
+
+def sample_with_noise_scale_095(self, ids, rng, epsilon):
+    """Noise scale x0.95 applied by the caller of sample_noise (true epsilon 1.05x the
+    claim): T1 cannot see it and T3 on the plane misses it."""
+    return _true_sample(self, ids, rng, epsilon / 0.95)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_exact_output_law_rejects_noise_scaled_outside_the_sampler(monkeypatch, epsilon):
+    monkeypatch.setattr(dxp.Madlib, "_sample", sample_with_noise_scale_095)
+    pvalues = exact_law_pvalues(epsilon)
+    assert min(pvalues) < P_FAIL / len(pvalues), pvalues
+
+
+# -- the epsilon that reaches the sampler, end to end (PRIVACY.md T4) --------------------------
+def noise_epsilons(monkeypatch, epsilon: float) -> tuple[list[float], float]:
+    """The epsilon of every sample_noise call made by ``privatize`` (the real sampler runs),
+    and the epsilon the release's guarantee claims."""
+    calls = record_calls(monkeypatch, madlib_module, "sample_noise")
+    mech = dxp.Madlib(plane_fixture(epsilon), epsilon=epsilon)
+    tokens = ["a", "b", "zq-not-a-word", "c", "a"]
+    assert len(mech.privatize(tokens)) == len(tokens)
+    assert sum(call["count"] for call in calls) == len(tokens)  # every token got noise
+    assert all(call["dim"] == 2 for call in calls)
+    assert mech.last_guarantee is not None
+    return [call["epsilon"] for call in calls], mech.last_guarantee.epsilon
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_noise_is_drawn_at_the_claimed_epsilon(monkeypatch, epsilon):
+    """Catches any factor between ``privatize`` and sample_noise (a budget split, epsilon
+    divided by a wrong count) exactly, however small: T1 tests sample_noise only at the
+    epsilon the test passes."""
+    drawn_at, claimed = noise_epsilons(monkeypatch, epsilon)
+    assert claimed == epsilon
+    assert drawn_at and all(value == claimed for value in drawn_at), drawn_at
+
+
+def test_noise_epsilon_check_rejects_a_scaled_caller(monkeypatch):
+    monkeypatch.setattr(dxp.Madlib, "_sample", sample_with_noise_scale_095)
+    drawn_at, claimed = noise_epsilons(monkeypatch, 0.5)
+    assert any(value != claimed for value in drawn_at), drawn_at
