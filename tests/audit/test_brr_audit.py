@@ -202,6 +202,64 @@ def test_black_box_audit_fails_when_ties_prefer_the_input(monkeypatch, epsilon):
     assert not result.passed, str(result)
 
 
+# -- T3 on pre-declared events: one event per pair, chosen from the exact law ----------------
+# Metric DP bounds every event, not only single outputs: Pr[M(a) in S] <= e^(eps d)
+# Pr[M(b) in S]. S = {y : p_a(y) > p_b(y)} (its complement for the reverse direction) is
+# where the exact laws differ most; it is fixed before drawing, so the Bonferroni split
+# covers 2 directions x pairs x 2 bins instead of x 256 outputs, and each bin pools many
+# outputs. Correct code then reaches 0.92-0.98 of the claim on the full codebook (0.75-0.95
+# per output) and a flip rate at 1.1 epsilon fails 6 of 6 runs at each epsilon (review 11).
+# It complements the per-output audit, not replaces it: ties that prefer the input put
+# their excess on one output, which a bin of the correct law's events dilutes (bound
+# 0.94-0.95 of the claim at 100k draws: passed).
+POOLED_TIGHTNESS = {"full": 0.85, "even": 0.7}
+
+
+def audit_pooled_events(mech: dxp.BRR, kind: str, draws: int = DRAWS):
+    codes = mech.codes.bits()
+    pairs = PAIRS[kind]
+    inputs = sorted({row for pair in pairs for row in pair})
+    counts = dict(
+        zip(
+            inputs,
+            output_counts(
+                lambda row, n: mech.privatize_ids(np.full(n, row)), inputs, draws, len(codes)
+            ),
+            strict=True,
+        )
+    )
+    bins, tested, distances = [], [], []
+    for a, b in pairs:
+        event = reference_law(codes, a, mech.epsilon) > reference_law(codes, b, mech.epsilon)
+        bins += [[counts[row][event].sum(), counts[row][~event].sum()] for row in (a, b)]
+        tested.append((len(bins) - 2, len(bins) - 1))
+        distances.append(float((codes[a] != codes[b]).sum()))
+    return epsilon_lower_bound(np.array(bins), tested, distances, mech.epsilon)
+
+
+@pytest.mark.parametrize("kind", ["full", "even"])
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_pooled_event_audit_passes(kind, epsilon):
+    result = audit_pooled_events(codebook(kind, epsilon), kind)
+    assert result.passed, str(result)
+    # Not vacuous. Measured over 6 runs: full 0.92-0.96 (eps 0.5), 0.97-0.98 (2); even
+    # 0.78-0.82 at both.
+    assert result.epsilon_lower_bound > POOLED_TIGHTNESS[kind] * epsilon, str(result)
+
+
+def flip_with_110_epsilon(epsilon):
+    return float(expit(-1.1 * epsilon))
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_pooled_event_audit_fails_on_a_ten_percent_flip_error(monkeypatch, epsilon):
+    """The per-output audit misses a flip rate at 1.1 epsilon at epsilon 0.5 (0/6 runs):
+    the pooled events catch it (bound 1.03-1.08 of the claim over 6 runs each)."""
+    monkeypatch.setattr(brr_module, "flip_probability", flip_with_110_epsilon)
+    result = audit_pooled_events(codebook("full", epsilon), "full")
+    assert not result.passed, str(result)
+
+
 # -- fresh flips for every token and every call (PRIVACY.md 11) -------------------------------
 @pytest.mark.parametrize("kind", ["full", "even"])
 def test_tokens_and_calls_draw_independent_flips(kind):
