@@ -41,6 +41,7 @@ BAD_ARGUMENTS = [
     ("benchmarks/repro_madlib_table1.py", ["--samples", "0"], "argument --samples"),
     ("benchmarks/repro_madlib_table1.py", ["--name", "../escape"], "without folders"),
     ("benchmarks/calibrated_comparison.py", ["--max-n-w", "2"], "argument --max-n-w"),
+    ("benchmarks/tem_float_residual.py", ["--words", "0"], "argument --words"),
     ("benchmarks/peers/run.py", ["--words", "0"], "argument --words"),
     ("benchmarks/peers/run.py", ["--only", "nonsense"], "invalid choice: 'nonsense'"),
     ("benchmarks/peers/run.py", ["--rerender", "/nonexistent/peers.json"], "No such file"),
