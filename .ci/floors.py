@@ -10,6 +10,9 @@ and imports it. A floor that declares ``numpy<2`` resolves to numpy 1 and passes
 is consistent.
 
 Usage: python .ci/floors.py UV PYTHON   (uv executable, interpreter to build environments for)
+
+Meant for the oldest supported Python (3.11, which `dev.sh lowest` picks first): several
+floors have no wheels for newer Pythons, where pip picks newer releases anyway.
 """
 
 from __future__ import annotations
@@ -69,7 +72,8 @@ def check(uv: str, python: str, name: str, floor: str, scratch: Path) -> tuple[b
         text=True,
     )
     if install.returncode:
-        return False, "install failed: " + install.stderr.strip().splitlines()[-1]
+        last = (install.stderr.strip().splitlines() or ["no output"])[-1]
+        return False, f"install failed (no wheel of it for this Python?): {last}"
     module = MODULES.get(name, name.replace("-", "_"))
     code = f"import numpy, scipy, {module}; print(numpy.__version__, scipy.__version__)"
     run = subprocess.run([str(env / "bin" / "python"), "-c", code], capture_output=True, text=True)

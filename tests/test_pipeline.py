@@ -21,6 +21,7 @@ import dxp_plugins as dxp
 from dxp_plugins._random import RandomSource, _seeded_generator
 from dxp_plugins.pipeline.component import Privatizer
 from dxp_plugins.text import privatize_text
+from tests.audit.spies import record_calls
 from tests.door_fixtures import CANARIES, KaryRandomizedResponse, register
 
 FAST = {"vocab_size": 2000}
@@ -326,23 +327,12 @@ def test_replace_keeps_the_context_of_as_tuples():
 
 
 # -- selection, other mechanisms --------------------------------------------------------------
-def mechanism_calls(monkeypatch, nlp: Language) -> list[tuple[list, list]]:
-    """``(documents, private words)`` of every ``privatize_batch`` call of the component's
-    mechanism (the real method runs). Which tokens the mechanism received, and that their
-    private words are what the Doc shows, is exact; asserting that a noisy word differs from
-    its input failed by chance (``paris`` kept in 7 of 10,000 draws at epsilon 0.01 on the
-    2,000-word table; review 11)."""
-    mechanism = nlp.get_pipe("dxp_privatizer").mechanism
-    real = mechanism.privatize_batch
-    calls: list[tuple[list, list]] = []
-
-    def recording(documents):
-        private, guarantees = real(documents)
-        calls.append(([list(doc) for doc in documents], private))
-        return private, guarantees
-
-    monkeypatch.setattr(mechanism, "privatize_batch", recording)
-    return calls
+def mechanism_calls(monkeypatch, nlp: Language) -> list[dict]:
+    """Every ``privatize_batch`` call of the component's mechanism (the real method runs):
+    which tokens the mechanism received, and that its words are what the Doc shows, is
+    exact; asserting that a noisy word differs from its input failed by chance (``paris``
+    kept in 7 of 10,000 draws at epsilon 0.01 on the 2,000-word table; review 11)."""
+    return record_calls(monkeypatch, nlp.get_pipe("dxp_privatizer").mechanism, "privatize_batch")
 
 
 def test_only_selected_tokens_change(monkeypatch):
@@ -354,8 +344,9 @@ def test_only_selected_tokens_change(monkeypatch):
     doc.ents = [Span(doc, 5, 6, label="GPE")]
     doc = nlp.get_pipe("dxp_privatizer")(doc)
     out = [token._.dxp_text for token in doc]
-    [(documents, [private])] = calls
-    assert documents == [["report", "Paris"]]  # the noun and the GPE entity, nothing else
+    [call] = calls
+    assert call["documents"] == [["report", "Paris"]]  # the noun and the GPE entity only
+    [private] = call["returned"][0]
     assert out[:3] == ["Alice", "sent", "the"] and out[4] == "to"
     assert [out[3], out[5]] == private
     assert doc._.dxp_guarantee["tokens_passed_through"] == 4
@@ -399,8 +390,9 @@ def test_custom_token_filter_by_name(monkeypatch):
     nlp = make_nlp(epsilon=0.01, token_filter="short.v1")
     calls = mechanism_calls(monkeypatch, nlp)
     out = [token._.dxp_text for token in nlp("the encryption key")]
-    [(documents, [private])] = calls
-    assert documents == [["the", "key"]]
+    [call] = calls
+    assert call["documents"] == [["the", "key"]]
+    [private] = call["returned"][0]
     assert out[1] == "encryption" and [out[0], out[2]] == private
 
 

@@ -18,6 +18,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 
 import dxp_plugins as dxp
 from dxp_plugins import TextPrivatizer
+from tests.audit.spies import record_calls
 from tests.door_fixtures import KaryRandomizedResponse, register
 
 TEXTS = ["The hockey team won the final!", "  ", "Encryption keys,\tplease.\n"]
@@ -289,20 +290,13 @@ def test_selection_with_a_tagging_pipeline(glove_5k, monkeypatch):
     )
     texts = ["She quickly read the long report."]
     step.fit(texts)
-    real = step.mechanism_.privatize_batch
-    calls = []
-
-    def recording(documents):
-        private, guarantees = real(documents)
-        calls.append(([list(doc) for doc in documents], private))
-        return private, guarantees
-
     # What the mechanism received, and that its words are what comes out, is exact; that a
     # noisy word differs from its input failed by chance ("report" kept 73 in 1e6; review 11).
-    monkeypatch.setattr(step.mechanism_, "privatize_batch", recording)
+    calls = record_calls(monkeypatch, step.mechanism_, "privatize_batch")
     [out] = step.transform(texts)
-    [(documents, [[private]])] = calls
-    assert documents == [["report"]]
+    [call] = calls
+    assert call["documents"] == [["report"]]
+    [[private]] = call["returned"][0]
     assert out == f"She quickly read the long {private}."
     assert step.last_guarantee_.tokens_privatized == 1
 

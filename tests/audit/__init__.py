@@ -53,10 +53,12 @@ So T3 is the black-box backstop, not the fine check (review 11 measured every me
 on these fixtures correct code reaches 0.5-0.97 of the claimed loss, so a 5% error takes
 millions of draws to flag, or on the Madlib and TEM fixtures cannot be flagged at all).
 Small errors are caught without sampling error or with exact laws: TEM's sampler tables
-against the closed form catch a Gumbel scale x0.95, ⊥ scored at 0.9 epsilon and a ⊥ count
-off by one word; Madlib's exact plane law (quadrature, ``plane_law.py``) catches a noise
-scale x0.95 applied outside ``sample_noise``; the spies catch any factor between the
-public API and the samplers of Madlib, TEM, BRR and LPLP. BRR's T3 also runs on
-pre-declared events (one per pair, from the exact law), which reaches 0.92-0.98 of the
-claim on the full codebook and catches a flip rate at 1.1 epsilon.
+against the closed form catch a Gumbel scale x0.95 (default sampler; the constant-work
+path's Gumbel noise is T1's KS test), ⊥ scored at 0.9 epsilon and a ⊥ count off by one word;
+Madlib's exact plane law (quadrature, ``plane_law.py``) catches a noise scale x0.95 applied
+outside ``sample_noise``; the spies catch any factor between ``privatize``
+(``fit_transform`` for LPLP) and the samplers of Madlib, TEM, BRR and LPLP (the doors reach
+the same methods; ``test_three_doors.py`` audits them). BRR's T3 also runs on pre-declared
+events (one per pair, from the exact law), which reaches 0.92-0.98 of the claim on the full
+codebook and catches a flip rate at 1.1 epsilon.
 """
