@@ -9,8 +9,8 @@ outputs``. These bounds are exact and conservative; the G-test and KS levels are
 (asymptotic). No test makes more than 4 such checks at 1e-6 (TEM's exact law over 4 words;
 TEM's zero/one-word-outside fixture, with 3 G-tests and 1 audit); Madlib's exact plane law
 makes 6 G-tests at 1e-6 / 6 each. So a test fails by chance with probability at most ~4e-6.
-The whole statistical suite makes 128 of these checks or families, about 1.3e-4 in all
-(Madlib 15, TEM 74, BRR 25, LPLP 14). The |z| < 6 coincidence and tie checks add about
+The whole statistical suite makes 130 of these checks or families, about 1.3e-4 in all
+(Madlib 15, TEM 76, BRR 25, LPLP 14). The |z| < 6 coincidence and tie checks add about
 2e-9 each. The exact table checks (TEM's sampler tables and constant-work scores against
 the closed form, rtol 1e-9; correct code ~1e-14) and the spies (the epsilon, flip
 probability or alpha that reaches each sampler from the public API, ``spies.py``) draw
