@@ -306,19 +306,8 @@ def sampler_rates(monkeypatch, epsilon: float, n_changes: int) -> list[float]:
     """The rate of every two-sided geometric draw made by ``fit_transform`` (the real
     sampler runs), after checking that the record claims (N, epsilon) as asked."""
     calls = record_calls(monkeypatch, noise, "sample_two_sided_geometric")
-    words = [f"w{j}" for j in range(M)]
-    table = dxp.EmbeddingTable(
-        words, np.arange(2 * M, dtype=float).reshape(M, 2), frequency_rank=RANKS
-    )
-    transformer = LPLPTransformer(
-        epsilon=epsilon,
-        n_changes=n_changes,
-        n_groups=K,
-        grouping="frequency",
-        vocabulary=words,
-        embeddings=table,
-    )
-    transformer.fit_transform(INPUTS)
+    transformer = audit_transformer(epsilon, n_changes=n_changes)
+    transformer.transform(INPUTS)
     record = transformer.last_guarantee_
     assert (record.epsilon, record.claimed_epsilon, record.n_changes) == (
         epsilon,
