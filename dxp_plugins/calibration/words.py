@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._validation import check_int
+from ..distances import get_metric
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..errors import warn
 
@@ -82,18 +83,18 @@ def neighbor_distances(embeddings: EmbeddingTable, words: Sequence[str | int]) -
 
     ``epsilon * d`` bounds the log-likelihood ratio between a word and its nearest neighbour
     under an ``epsilon * d``-private mechanism, so ``epsilon * median(d)`` makes a Euclidean
-    epsilon readable (PRIVACY.md 15). Brute force in float64 blocks (exact).
+    epsilon readable (PRIVACY.md 15). Brute force in float64 blocks with TEM's Euclidean
+    metric (:mod:`dxp_plugins.distances`): a row within rounding of the query, an identical
+    vector above all, is recomputed directly (0, not the ~1e-7 that the cancelling
+    ``||q||^2 + ||y||^2 - 2 q.y`` leaves; review 11).
     """
     ids, _ = _word_ids(embeddings, words)
-    vectors = embeddings.vectors
-    squares = np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64)
+    euclidean = get_metric("euclidean")
     out = np.empty(len(ids))
-    step = max(1, (32 << 20) // (8 * len(vectors)))
+    step = max(1, (32 << 20) // (8 * len(embeddings)))
     for start in range(0, len(ids), step):
         block = ids[start : start + step]
-        queries = vectors[block].astype(np.float64)
-        distances = squares[None, :] - 2.0 * (queries @ vectors.T.astype(np.float64))
-        distances += squares[block][:, None]
+        distances = euclidean.to_table(embeddings.vectors[block], embeddings)
         distances[np.arange(len(block)), block] = np.inf
-        out[start : start + len(block)] = np.sqrt(np.maximum(distances.min(axis=1), 0.0))
+        out[start : start + len(block)] = distances.min(axis=1)
     return out
