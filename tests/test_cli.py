@@ -976,3 +976,19 @@ def test_missing_matplotlib_names_an_installable_package(monkeypatch):
     with pytest.raises(ImportError, match=r"pip install matplotlib\b") as info:
         plotting._figure(1, 1)
     assert "dxp-plugins[" not in str(info.value)
+
+
+def test_json_error_messages_stay_whole(tmp_path):
+    """The reason after 'not valid JSON' was cut at the first ':', so a missing colon read
+    "Expecting '" (review 11); the fixed message is kept whole, still without input."""
+    source = tmp_path / "input.jsonl"
+    source.write_bytes(b'{"text" "zq7secret"}\n')
+    result = subprocess.run(
+        [Path(sys.executable).with_name("dxp"), "privatize", source, "-e", "5", *FAST],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "not valid JSON (Expecting ':' delimiter, character 9)" in result.stderr, result.stderr
+    assert "zq7secret" not in result.stderr

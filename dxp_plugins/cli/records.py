@@ -131,8 +131,10 @@ def _parse_record(body: bytes, where: str) -> Any:
         return json.loads(text, parse_constant=_refuse_constant)
     except _NotJSON:
         reason = "NaN and Infinity are not JSON"
-    except json.JSONDecodeError as error:  # its msg is fixed text; the part after ':' may
-        reason = f"{error.msg.partition(':')[0]}, character {error.pos + 1}"  # quote input
+    except json.JSONDecodeError as error:  # its msg is fixed text; the part after ': ' may
+        # quote input (the pure-Python scanner's "Invalid \\escape: 'x'"); ':' alone cut
+        # "Expecting ':' delimiter" to "Expecting '" (review 11)
+        reason = f"{error.msg.partition(': ')[0]}, character {error.pos + 1}"
     except RecursionError:
         reason = "nested too deeply"
     except ValueError:  # int(): more digits than sys.get_int_max_str_digits()
