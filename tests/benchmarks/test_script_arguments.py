@@ -42,6 +42,8 @@ BAD_ARGUMENTS = [
     ("benchmarks/repro_madlib_table1.py", ["--name", "../escape"], "without folders"),
     ("benchmarks/calibrated_comparison.py", ["--max-n-w", "2"], "argument --max-n-w"),
     ("benchmarks/tem_float_residual.py", ["--words", "0"], "argument --words"),
+    ("benchmarks/kept_words.py", ["--vocab-size", "500000"], "argument --vocab-size"),
+    ("benchmarks/kept_words.py", ["--lines", "0"], "argument --lines"),
     ("benchmarks/peers/run.py", ["--words", "0"], "argument --words"),
     ("benchmarks/peers/run.py", ["--only", "nonsense"], "invalid choice: 'nonsense'"),
     ("benchmarks/peers/run.py", ["--rerender", "/nonexistent/peers.json"], "No such file"),
