@@ -2,13 +2,17 @@
 
 A :class:`Guarantee` describes one release: which mechanism, epsilon and metric, which
 public embeddings (fingerprint), how many tokens were privatized and how many passed
-through unchanged, the OOV policy and whether the noise was secure or seeded.
+through unchanged (and how many of those were words released raw, unprotected), the OOV
+policy and whether the noise was secure or seeded.
 
 A record travels with the private text (``doc._.dxp_guarantee``, ``--report``), so it holds
 only what the release already shows: token counts (the output's length and its unchanged
 tokens). It never holds a count of out-of-vocabulary inputs: under the default ``oov="unk"``
 they are privatized like any word, and their number is a noiseless function of the private
-text (the leak PRIVACY.md 20 forbids "drop" for).
+text (the leak PRIVACY.md 20 forbids "drop" for). ``words_passed_through`` counts only
+words released raw by the caller's choice (``oov="passthrough"``, a restricted selection):
+it is ``tokens_passed_through`` less the allow-listed punctuation, which is unprotected by
+design, so it states nothing the release does not already leave unprotected.
 
 Metric DP composes additively over token positions: two documents of equal length
 ``x, x'`` give outputs whose likelihood ratio is at most ``exp(sum_i epsilon * d(x_i, x'_i))``.
@@ -80,9 +84,16 @@ class Guarantee:
     table's :attr:`~dxp_plugins.EmbeddingTable.fingerprint`, or for BRR a hash of the
     table's and the binary codes' fingerprints (the codes are what it searches).
 
+    ``words_passed_through`` is the part of ``tokens_passed_through`` that is words released
+    raw and unprotected: out-of-vocabulary words under ``oov="passthrough"`` and words a
+    restricted selection left out. The rest of ``tokens_passed_through`` is allow-listed
+    punctuation (:data:`dxp_plugins.text.PUNCTUATION`). For a mechanism called directly
+    every token passed through is a word (it privatizes every token it is given).
+
     Every field is checked when a record is built (:meth:`from_dict` included): a record
     with a negative, NaN or non-numeric epsilon or count, or an unknown RNG mode or OOV
-    policy, would state or total a spend that no release made (TypeError/ValueError).
+    policy, would state or total a spend that no release made (TypeError/ValueError), and
+    so is one with more words than tokens passed through.
     """
 
     mechanism: str
@@ -94,6 +105,7 @@ class Guarantee:
     tokens_passed_through: int
     oov_policy: str
     rng: str
+    words_passed_through: int = 0
     releases: int = 1
     selection: str = ALL_WORDS
     library_version: str = field(default_factory=_library_version)
@@ -102,6 +114,12 @@ class Guarantee:
         check_record(self, _TEXT_FIELDS, ("epsilon",), _COUNT_FIELDS)
         _check_in(self.rng, "rng", RNG_MODES)
         _check_in(self.oov_policy, "oov_policy", OOV_POLICIES)
+        if self.words_passed_through > self.tokens_passed_through:
+            raise ValueError(
+                f"guarantee field words_passed_through ({self.words_passed_through}) must not "
+                f"exceed tokens_passed_through ({self.tokens_passed_through}): the words "
+                "released raw are some of the tokens passed through"
+            )
 
     @property
     def spend(self) -> float:
@@ -125,7 +143,7 @@ class Guarantee:
             f"{number(self.epsilon)}*d-private for d = {unit} "
             f"(total {number(self.spend)} per unit distance); "
             f"{counted(self.tokens_passed_through, 'token')} "
-            f"passed through unchanged; noise {self.rng}."
+            f"passed through unchanged{self._raw_words()}; noise {self.rng}."
         )
         if self.selection != ALL_WORDS:
             text += (
@@ -142,9 +160,27 @@ class Guarantee:
             )
         return text
 
+    def _raw_words(self) -> str:
+        """``" (2 of them words released raw)"`` after the tokens passed through ("" for
+        none)."""
+        words = self.words_passed_through
+        if words == 0:
+            return ""
+        if words == self.tokens_passed_through:
+            return " (a word released raw)" if words == 1 else " (all of them words released raw)"
+        return f" ({words} of them {'a word' if words == 1 else 'words'} released raw)"
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, with the derived ``spend`` and ``statement`` included."""
-        record = dataclasses.asdict(self)
+        """A JSON-ready dict, with the derived ``spend`` and ``statement`` included
+        (``words_passed_through`` right after ``tokens_passed_through``, which it is part
+        of)."""
+        fields = dataclasses.asdict(self)
+        record: dict[str, Any] = {}
+        for key, value in fields.items():
+            if key != "words_passed_through":
+                record[key] = value
+            if key == "tokens_passed_through":
+                record["words_passed_through"] = fields["words_passed_through"]
         record["spend"] = self.spend
         record["statement"] = self.statement
         return record
@@ -154,22 +190,30 @@ class Guarantee:
         """The inverse of :meth:`to_dict` (e.g. of ``doc._.dxp_guarantee``).
 
         Refuses (ValueError) a key the record does not have, a missing ``library_version``
-        (every record this library writes has one), and a ``spend`` that the fields do
-        not give. ``statement`` is checked too when the record comes from this library
-        version (the wording may differ between versions; the loaded record states it
-        with this version's wording).
+        or ``words_passed_through`` (every record this library writes has both: a record
+        without the count of raw words cannot say none were released), and a ``spend``
+        that the fields do not give. ``statement`` is checked too when the record comes
+        from this library version (the wording may differ between versions; the loaded
+        record states it with this version's wording).
         """
-        return read_record(cls, record, ("spend",))
+        return read_record(
+            cls, record, ("spend",), required=("library_version", "words_passed_through")
+        )
 
     def merge(self, other: Guarantee) -> Guarantee:
         """The guarantee of both releases together (same mechanism settings and library
         version only; TypeError for a record of another kind)."""
-        counts = ("tokens_privatized", "tokens_passed_through", "releases")
+        counts = ("tokens_privatized", "tokens_passed_through", "words_passed_through", "releases")
         return merged(self, other, counts, "guarantees")
 
-    def add_passed_through(self, count: int) -> Guarantee:
-        """This guarantee with ``count`` more tokens passed through unchanged."""
-        return dataclasses.replace(self, tokens_passed_through=self.tokens_passed_through + count)
+    def add_passed_through(self, count: int, words: int = 0) -> Guarantee:
+        """This guarantee with ``count`` more tokens passed through unchanged, ``words`` of
+        them words released raw (the rest allow-listed punctuation)."""
+        return dataclasses.replace(
+            self,
+            tokens_passed_through=self.tokens_passed_through + count,
+            words_passed_through=self.words_passed_through + words,
+        )
 
     @staticmethod
     def combine(guarantees: Iterable[Guarantee]) -> Guarantee | None:
@@ -189,7 +233,13 @@ _TEXT_FIELDS = (
     "selection",
     "library_version",
 )
-_COUNT_FIELDS = ("vocab_size", "tokens_privatized", "tokens_passed_through", "releases")
+_COUNT_FIELDS = (
+    "vocab_size",
+    "tokens_privatized",
+    "tokens_passed_through",
+    "words_passed_through",
+    "releases",
+)
 
 
 def check_record(
@@ -231,11 +281,17 @@ def _check_in(value: str, name: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"guarantee field {name} must be one of {allowed}, got {value!r}")
 
 
-def read_record(cls: Any, record: Mapping[str, Any], derived: Iterable[str]) -> Any:
+def read_record(
+    cls: Any,
+    record: Mapping[str, Any],
+    derived: Iterable[str],
+    *,
+    required: Iterable[str] = ("library_version",),
+) -> Any:
     """``cls`` (a record dataclass) from its ``to_dict`` form: unknown keys and a missing
-    ``library_version`` are refused, and each ``derived`` value given (``spend``, ...) must
-    equal the one the fields give; so must ``statement`` when the record comes from this
-    library version."""
+    ``required`` field (one with a default that every record written has) are refused, and
+    each ``derived`` value given (``spend``, ...) must equal the one the fields give; so
+    must ``statement`` when the record comes from this library version."""
     if not isinstance(record, Mapping):
         raise TypeError(f"a guarantee record must be a dict, got {type(record).__name__}")
     names = {item.name for item in dataclasses.fields(cls)}
@@ -243,10 +299,9 @@ def read_record(cls: Any, record: Mapping[str, Any], derived: Iterable[str]) -> 
     unknown = sorted(str(key) for key in record if key not in names | checked)
     if unknown:
         raise ValueError(f"not a field of a {cls.__name__} record: {', '.join(unknown)}")
-    if "library_version" not in record:
-        raise ValueError(
-            "the record has no library_version (every record dxp_plugins writes has one)"
-        )
+    for key in required:
+        if key not in record:
+            raise ValueError(f"the record has no {key} (every record dxp_plugins writes has one)")
     loaded = cls(**{key: value for key, value in record.items() if key in names})
     if loaded.library_version != _library_version():
         checked.discard("statement")  # worded by another version

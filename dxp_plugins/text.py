@@ -251,8 +251,11 @@ def privatize_tokenized(
     zero-width characters of :data:`~dxp_plugins._normalize.INVISIBLE` are dropped, so a
     hidden zero-width mark never reaches the output. ``selection`` names a restricted
     selection (POS, entities, a token filter: decided from the raw text), which each
-    guarantee records and states as unprotected. (``_charged``: the epsilon at which a long
-    text's pieces were charged up front, see :func:`_privatize_long`.)
+    guarantee records and states as unprotected. An unselected token the default selection
+    would privatize (anything but allow-listed punctuation) is a word released raw: it also
+    counts in ``words_passed_through``, as the OOV words the mechanism passes through under
+    ``oov="passthrough"`` do. (``_charged``: the epsilon at which a long text's pieces were
+    charged up front, see :func:`_privatize_long`.)
     """
     chosen = [
         [w for w, keep in zip(doc.words, doc.selected, strict=True) if keep] for doc in documents
@@ -266,7 +269,7 @@ def privatize_tokenized(
     for doc, replaced, guarantee in zip(documents, private, guarantees, strict=True):
         out = list(doc.words)
         replacements = iter(replaced)
-        passed = 0
+        passed = raw_words = 0
         for position, keep in enumerate(doc.selected):
             if keep:
                 out[position] = next(replacements)
@@ -274,7 +277,8 @@ def privatize_tokenized(
                 out[position] = without_invisible(doc.words[position])
             else:
                 passed += 1
-        guarantee = guarantee.add_passed_through(passed)
+                raw_words += should_privatize(doc.words[position])  # a word left out
+        guarantee = guarantee.add_passed_through(passed, raw_words)
         if selection is not None:
             guarantee = dataclasses.replace(guarantee, selection=selection)
         results.append((out, guarantee))

@@ -317,6 +317,7 @@ def _record_dict(glove_5k, **changes):
         {"tokens_privatized": 2.5},
         {"tokens_privatized": True},
         {"tokens_passed_through": -1},
+        {"words_passed_through": -1},
         {"vocab_size": "5000"},
         {"releases": -1},
         {"rng": "quantum"},

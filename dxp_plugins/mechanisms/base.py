@@ -208,7 +208,11 @@ class Mechanism(ABC):
         return self._random.mode
 
     def guarantee(self, tokens_privatized: int, tokens_passed_through: int = 0) -> Guarantee:
-        """The guarantee record of a release with these counts (at the current epsilon)."""
+        """The guarantee record of a release with these counts (at the current epsilon).
+
+        Every token a mechanism passes through is a word released raw (an OOV token under
+        ``oov="passthrough"``: it privatizes every other token it is given), so
+        ``words_passed_through`` is ``tokens_passed_through``."""
         return Guarantee(
             mechanism=self.name,
             epsilon=self.epsilon,
@@ -217,6 +221,7 @@ class Mechanism(ABC):
             vocab_size=len(self.embeddings),
             tokens_privatized=tokens_privatized,
             tokens_passed_through=tokens_passed_through,
+            words_passed_through=tokens_passed_through,
             oov_policy=self.oov,
             rng=self.rng_mode,
         )
@@ -259,6 +264,7 @@ class Mechanism(ABC):
                 record,
                 tokens_privatized=int(n_released),
                 tokens_passed_through=int(n_tokens - n_released),
+                words_passed_through=int(n_tokens - n_released),  # OOV words, released raw
             )
             for n_released, n_tokens in zip(doc_released, lengths, strict=True)
         ]
