@@ -277,7 +277,7 @@ def test_progress_bar_goes_to_stderr(tmp_path, capsys):
     source = tmp_path / "a.txt"
     source.write_text("hockey\n" * 3)
     code, out, err = run(["privatize", source, "-e", 300, "--progress", *FAST], capsys)
-    assert code == 0 and "privatizing" in err and "3doc" in err.replace(" ", "")
+    assert code == 0 and "privatizing" in err and "3/3" in err  # a file is counted first
     assert "privatizing" not in out
 
 
@@ -373,15 +373,15 @@ def test_stdin_is_jsonl_with_a_jsonl_option(capsys, monkeypatch, args, expected)
     assert [json.loads(row) for row in out.splitlines()] == [expected] * 2
 
 
-def test_json_read_as_plain_text_is_flagged(capsys, monkeypatch):
+def test_json_read_as_plain_text_is_refused(capsys, monkeypatch):
     """Without a JSONL option, JSON on stdin is plain text and its keys are privatized too:
-    say so, once, instead of writing broken JSON silently."""
+    it was a warning, and broken JSON with exit code 0 (review 12 F5); now an error."""
     line = json.dumps({"id": 7, "text": "music"}) + "\n"
-    for data, flagged in ((line * 2, True), ("{ice hockey}\nmusic\n", False)):
+    for data, refused in ((line * 2, True), ("{ice hockey}\nmusic\n", False)):
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode())))
         code, out, err = run(["privatize", "-e", 300, *FAST], capsys)
-        assert code == 0 and out.count("\n") == 2
-        assert err.count("looks like a JSON object") == flagged, err
+        assert (code, out.count("\n")) == ((1, 0) if refused else (0, 2)), err
+        assert err.count("looks like a JSON object") == refused, err
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode())))
     code, _, err = run(["privatize", "-e", 300, "--format", "text", *FAST], capsys)
     assert code == 0 and "JSON" not in err  # asked for plain text: no warning
@@ -405,11 +405,11 @@ def test_jsonl_record_errors_never_quote_the_record(tmp_path, capsys, line):
     assert "line 1" in err and "zq7secret" not in err and "4921" not in err
 
 
-def test_the_json_warning_never_quotes_the_line(capsys, monkeypatch):
+def test_the_json_error_never_quotes_the_line(capsys, monkeypatch):
     line = json.dumps({"text": "zq7secret hockey"}) + "\n"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode())))
     code, _, err = run(["privatize", "-e", 300, *FAST], capsys)
-    assert code == 0 and "looks like a JSON object" in err and "zq7secret" not in err
+    assert code == 1 and "looks like a JSON object" in err and "zq7secret" not in err
 
 
 def test_field_on_text_input_is_refused(tmp_path, capsys, monkeypatch):
@@ -842,28 +842,31 @@ def test_jsonl_lines_must_be_utf8(tmp_path, capsys, encoding, text, expected):
     assert expected in err
 
 
-def test_a_failed_run_to_stdout_reports_what_it_released(tmp_path, capsys):
+def test_a_failed_run_to_stdout_reports_what_it_released(tmp_path, capsys, monkeypatch):
     """A run failing midway had written its first batches to stdout, with no record of them:
     now the error line counts them and --report lists them, marked incomplete (only the
-    documents written: here 3, the 4th failing within its batch)."""
+    documents written: here 2, the batch of the 4th failing before it is written). Read
+    from stdin: a file is read through before the run, and fails before any is written."""
     rows = [json.dumps({"text": "the hockey team won", "g": 1}) for _ in range(3)]
+    data = "\n".join([*rows, '{"text": "team", "g": "\\ud800"}', *rows]) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode())))
     source, report = tmp_path / "in.jsonl", tmp_path / "report.json"
-    source.write_text("\n".join([*rows, '{"text": "team", "g": "\\ud800"}', *rows]) + "\n")
-    args = ["privatize", source, "-e", 2, "--keep-fields", "g", "--report", report]
+    args = ["privatize", "-e", 2, "--keep-fields", "g", "--report", report]
     code, out, err = run([*args, "--batch-size", 2, *FAST], capsys)
-    assert code == 1 and out.count("\n") == 3
+    assert code == 1 and out.count("\n") == 2
     assert err.splitlines()[-1] == (
-        f"dxp: error: {source}, line 4: kept field 'g' is not valid Unicode (a lone surrogate); "
-        f"3 documents were already written to stdout (the report in {report} lists them, "
+        "dxp: error: stdin, line 4: kept field 'g' is not valid Unicode (a lone surrogate); "
+        f"2 documents were already written to stdout (the report in {report} lists them, "
         "marked incomplete)"
     )
     partial = json.loads(report.read_text())
-    assert partial["documents"] == 3 and partial["complete"] is False
-    assert partial["guarantee"]["tokens_privatized"] == 12
-    assert partial["guarantee"]["spend"] == 24.0
+    assert partial["documents"] == 2 and partial["complete"] is False
+    assert partial["guarantee"]["tokens_privatized"] == 8
+    assert partial["guarantee"]["spend"] == 16.0
     assert partial["unprotected_fields"] == ["g"]
-    source.write_text("\n".join(rows) + "\n")  # the 3 documents alone: the same record
-    code, _, err = run([*args, *FAST], capsys)
+    assert partial["max_tokens_per_document"] == 4 and partial["max_document_spend"] == 8.0
+    source.write_text("\n".join(rows[:2]) + "\n")  # the 2 documents alone: the same record
+    code, _, err = run(["privatize", source, *args[1:], *FAST], capsys)
     complete = json.loads(report.read_text())
     assert code == 0 and complete["complete"] is True, err
     assert complete["guarantee"] == partial["guarantee"]

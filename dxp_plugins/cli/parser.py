@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help=(
             "input format (auto: .jsonl/.ndjson files are JSONL, and stdin when --field or "
-            "--keep-fields is given)"
+            "--keep-fields is given; text whose first line is a JSON object is refused)"
         ),
     )
     priv.add_argument(
@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--unit",
         choices=["line", "file"],
         default="line",
-        help="plain text: one document per line (default) or per file",
+        help="plain text: one document per line (default) or per file (not for JSONL)",
     )
     priv.add_argument(
         "--batch-size",
@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--report",
         metavar="FILE",
         help=(
-            "write the guarantee as JSON ('-' for stderr); never where the private text goes "
+            "write the guarantee as JSON ('-' for stderr), with the largest document's tokens "
+            "and spend; never where the private text goes "
             "(refused). A run that fails after writing documents to stdout (or an -o written "
             'through) still reports them, marked "complete": false; one whose reader left '
             "early (| head) exits 141 with no report"

@@ -14,6 +14,7 @@ from typing import IO, Any
 from ..errors import OOVError, TextTooLongError
 from .process import CLIError, _WarningPrinter
 from .records import (
+    _census,
     _jsonl_options,
     _kept_fields,
     _label,
@@ -22,6 +23,8 @@ from .records import (
     _readable_input,
     _records,
     _render,
+    _see_kept,
+    _warn_absent,
 )
 from .report import _Released, _report_partial, _write_report
 from .settings import _build_mechanism, _settings
@@ -58,6 +61,10 @@ def _privatize(args: argparse.Namespace) -> int:
     kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:
         raise CLIError("--pos/--entities need --spacy-model (e.g. en_core_web_sm)")
+    total, found = _census(args, kept)  # before any noise: a bad record fails in seconds
+    if total is not None:  # every input was read through: a kept field in none is named now
+        _warn_absent(kept, found)
+    seen: set[str] | None = set() if total is None else None  # else at the end of the run
     mechanism = _build_mechanism(args, settings)
     select = settings.selector()
     try:
@@ -79,16 +86,18 @@ def _privatize(args: argparse.Namespace) -> int:
             else:
                 out, replaced = stack.enter_context(_replacing(args.output))
                 run.streamed = not replaced
-            with _progress_bar(args) as progress:
-                _privatize_inputs(args, out, run, progress, kept, mechanism, select, nlp)
+            with _progress_bar(args, total) as progress:
+                _privatize_inputs(args, out, run, progress, kept, seen, mechanism, select, nlp)
             run.finished = True
+            if seen is not None:
+                _warn_absent(kept, seen)
             if args.report:  # no document: nothing was released
-                total = run.total or settings.nothing_released(mechanism)
-                _write_report(report, total, run.documents, kept, complete=True)
+                guarantee = run.total or settings.nothing_released(mechanism)
+                _write_report(report, run, guarantee, kept, complete=True)
     except BrokenPipeError:  # the reader left: what it read is unknown (exit 141, no report)
         raise
     except BaseException:
-        if run.streamed and run.documents and not run.finished and args.report:
+        if run.streamed and run.listed and not run.finished and args.report:
             _report_partial(args.report, run, kept)
         raise
     return 0
@@ -100,12 +109,14 @@ def _privatize_inputs(
     run: _Released,
     progress: Any,
     kept: list[str],
+    seen: set[str] | None,
     mechanism: Any,
     select: Any,
     nlp: Any,
 ) -> None:
     """Privatize every input to ``out``, one batch at a time; ``run`` counts what is
-    written, document by document (a failure midway has released exactly those)."""
+    written, document by document (a failure midway has released exactly those), and
+    ``seen`` the --keep-fields found (None: not tracked)."""
     from ..text import privatize_texts
 
     # A document without a line ending (the last line of a file, a whole file) is
@@ -138,14 +149,17 @@ def _privatize_inputs(
                     raise _oov_error(
                         label, number, context, text, error.token, args, select, nlp
                     ) from None
+                lines = []
                 for (number, context, _), result in zip(batch, results, strict=True):
                     args.place = _place(label, number)
                     line = _render(context, result.text, args.field, kept, args.place)
-                    out.write(b"\n" + line if separate else line)
+                    lines.append(b"\n" + line if separate else line)
                     separate = not line.endswith((b"\n", b"\r"))
-                    run.add(result.guarantee)
+                    if seen is not None:
+                        _see_kept(context, kept, seen)
+                args.place = _place(label, batch[0][0], batch[-1][0])
+                run.write(out, lines, [result.guarantee for result in results])
                 progress.update(len(batch))
-            out.flush()
 
 
 def _oov_error(
@@ -175,13 +189,14 @@ def _oov_error(
 
 
 @contextmanager
-def _progress_bar(args: argparse.Namespace) -> Iterator[Any]:
-    """The progress bar on stderr (none when stderr is closed). While it is drawn,
-    warnings are written through it, so a line never lands inside the bar's."""
+def _progress_bar(args: argparse.Namespace, total: int | None) -> Iterator[Any]:
+    """The progress bar on stderr (none when stderr is closed), out of ``total`` documents
+    when known. While it is drawn, warnings are written through it, so a line never lands
+    inside the bar's."""
     from tqdm.auto import tqdm
 
     disable = True if sys.stderr is None else _no_progress(args)
-    with tqdm(desc="privatizing", unit="doc", file=sys.stderr, disable=disable) as bar:
+    with tqdm(desc="privatizing", unit="doc", total=total, file=sys.stderr, disable=disable) as bar:
         printer = warnings.showwarning
         if bar.disable or not isinstance(printer, _WarningPrinter):
             yield bar

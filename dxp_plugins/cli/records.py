@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import stat
 import sys
 import warnings
 from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from ..errors import PrivacyWarning
 from .process import CLIError
 from .settings import _labels
+from .targets import _descriptor
 
 #: ``--keep-fields '*'``: every field of a JSONL record.
 ALL_FIELDS = "*"
@@ -42,6 +45,8 @@ def _jsonl_options(args: argparse.Namespace) -> None:
         raise CLIError(
             f"{option} applies to JSONL input only (.jsonl/.ndjson files, or --format jsonl)"
         )
+    if args.unit == "file" and any(_is_jsonl(name, args) for name in args.files):
+        raise CLIError("--unit file applies to plain text only (JSONL: one record per line)")
     if args.field is None:
         args.field = DEFAULT_FIELD
 
@@ -99,16 +104,18 @@ def _records(
         args.place = label
         yield None, ("raw", b""), _decode(stream.read().removeprefix(BOM), label)
     else:
+        first = args.format == "auto"  # the first line with text not checked yet
         for number, raw in _lines(stream):
             args.place = where = _place(label, number)
             body, ending = _split_line(raw)
-            if number == 1 and args.format == "auto" and _looks_like_json_object(body):
-                warnings.warn(
-                    f"{where} looks like a JSON object but is read as plain text (keys and "
-                    f"all); for JSON lines give --field (or --format jsonl)",
-                    UserWarning,
-                    stacklevel=1,
-                )
+            if first and body.strip():
+                first = False
+                if _looks_like_json_object(body):
+                    raise CLIError(
+                        f"{where} looks like a JSON object: give --format jsonl (with "
+                        "--field) for JSON lines, or --format text to privatize such lines "
+                        "as plain text (keys and all)"
+                    )
             yield number, ("raw", ending), _decode(body, where)
 
 
@@ -206,6 +213,50 @@ def _kept_fields(args: argparse.Namespace) -> list[str]:
         stacklevel=1,
     )
     return kept
+
+
+def _census(args: argparse.Namespace, kept: Sequence[str]) -> tuple[int | None, set[str]]:
+    """Read every regular input file through once, with the run's own reader, before any
+    noise is drawn: a bad record anywhere fails in seconds, with its usual error, before
+    anything is spent or written. Returns the number of documents (None when an input is
+    stdin, a FIFO or a device, read only as the run goes) and the --keep-fields found."""
+    regular = [name for name in args.files if _is_regular_file(name)]
+    documents, seen = 0, set[str]()
+    with closing(_open_inputs(regular)) as inputs:
+        for name, stream in inputs:
+            for _, context, _ in _records(name, stream, args):
+                documents += 1
+                if kept:  # a kept value strict JSON cannot hold fails here too
+                    _render(context, "", args.field, kept, str(args.place))
+                    _see_kept(context, kept, seen)
+    args.place = None
+    return (documents if len(regular) == len(args.files) else None), seen
+
+
+def _is_regular_file(name: str) -> bool:
+    """A regular file read by name (stdin, /dev/fd/N and the like share their offset)."""
+    if name == "-" or _descriptor(name) is not None:
+        return False
+    try:
+        return stat.S_ISREG(os.stat(name).st_mode)
+    except OSError:
+        return False
+
+
+def _see_kept(context: Any, kept: Sequence[str], seen: set[str]) -> None:
+    """Note which --keep-fields names this record has."""
+    if context[0] == "json":
+        seen.update(name for name in kept if name in context[1])
+
+
+def _warn_absent(kept: Sequence[str], seen: set[str]) -> None:
+    """Warn once of the --keep-fields names no record had (as typed: never a key read from
+    the data, which may be private)."""
+    absent = [name for name in kept if name != ALL_FIELDS and name not in seen]
+    if absent:
+        names = ", ".join(map(repr, absent))
+        fields = f"field {names} was" if len(absent) == 1 else f"fields {names} were"
+        warnings.warn(f"--keep-fields: {fields} in no record", UserWarning, stacklevel=1)
 
 
 def _readable_input(path: Path) -> bool:

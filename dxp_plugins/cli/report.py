@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -17,23 +20,77 @@ class _Released:
 
     target: str
     streamed: bool = False
-    documents: int = 0
-    total: Any = None  # the merged Guarantee of the documents written
+    documents: int = 0  # documents whose bytes reached the output
+    cut: bool = False  # the last of them only in part (a write failed within it)
+    uncertain: int = 0  # documents a write interrupted by a signal may have written
+    total: Any = None  # the merged Guarantee of the documents listed
+    most_tokens: int = 0  # the most tokens privatized in one of them
+    most_spend: float = 0.0  # the largest spend of one of them
     finished: bool = False  # every document was written
     report: str | None = None  # where the partial report went
     report_failed: bool = False
 
-    def add(self, guarantee: Any) -> None:
-        self.documents += 1
-        self.total = guarantee if self.total is None else self.total.merge(guarantee)
+    @property
+    def listed(self) -> int:
+        """The documents the reader may have received (a partial report lists them)."""
+        return self.documents + self.uncertain
+
+    def write(self, out: IO[bytes], lines: list[bytes], guarantees: list[Any]) -> None:
+        """Write a batch's documents to ``out``, unbuffered, and count each whose bytes
+        reached it: a write failing midway leaves exactly those counted. What a write
+        interrupted by a signal took is unknown: the rest of the batch is listed as maybe
+        written (so it is on an in-memory stream, which has no raw file to count on)."""
+        raw = out if isinstance(out, io.RawIOBase) else getattr(out, "raw", None)  # python -u
+        view, done = memoryview(b"".join(lines)), 0
+        try:
+            if raw is None:
+                out.write(view)
+                out.flush()
+                done = len(view)
+            else:
+                out.flush()  # nothing waits there: every batch is written straight through
+                while done < len(view):
+                    written = raw.write(view[done:])
+                    if written is None:  # a non-blocking output that is full
+                        raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+                    done += written
+        except BaseException as error:
+            exact = raw is not None and isinstance(error, OSError)
+            self._count(lines, guarantees, done, maybe=not exact)
+            raise
+        self._count(lines, guarantees, done)
+
+    def _count(
+        self, lines: list[bytes], guarantees: list[Any], done: int, *, maybe: bool = False
+    ) -> None:
+        """Count the documents within the first ``done`` bytes of ``lines`` (the rest as
+        maybe written when ``maybe``)."""
+        start = 0
+        for line, guarantee in zip(lines, guarantees, strict=True):
+            end = start + len(line)
+            if start < done or end <= done:
+                self.documents += 1
+                self.cut = end > done
+            elif maybe:
+                self.uncertain += 1
+            else:
+                break
+            start = end
+            self.total = guarantee if self.total is None else self.total.merge(guarantee)
+            self.most_tokens = max(self.most_tokens, guarantee.tokens_privatized)
+            self.most_spend = max(self.most_spend, guarantee.spend)
 
     def note(self) -> str:
         """The end of an error line: what was already released."""
-        if not (self.streamed and self.documents):
+        if not (self.streamed and self.listed):
             return ""
-        count = f"{self.documents:,} document{'' if self.documents == 1 else 's'}"
-        text = f"; {count} {'was' if self.documents == 1 else 'were'} already written to "
-        text += self.target
+        if self.documents:
+            verb = "was" if self.documents == 1 else "were"
+            text = f"; {_documents(self.documents)} {verb} already written to {self.target}"
+            text += " (the last one in part)" if self.cut else ""
+            text += f" and {self.uncertain:,} more may have been" if self.uncertain else ""
+        else:
+            text = f"; {_documents(self.uncertain)} may have been written to {self.target}"
         if self.report is not None:
             where = "stderr" if self.report == "-" else self.report
             text += f" (the report in {where} lists them, marked incomplete)"
@@ -42,14 +99,18 @@ class _Released:
         return text
 
 
+def _documents(count: int) -> str:
+    return f"{count:,} document{'' if count == 1 else 's'}"
+
+
 def _report_partial(target: str, run: _Released, kept: list[str]) -> None:
     """The report of what a failing run has already released, marked incomplete."""
     try:
         if target == "-":
-            _write_report(None, run.total, run.documents, kept, complete=False)
+            _write_report(None, run, run.total, kept, complete=False)
         else:
             with _replacing(target) as (stream, _):
-                _write_report(stream, run.total, run.documents, kept, complete=False)
+                _write_report(stream, run, run.total, kept, complete=False)
     except (OSError, CLIError):
         run.report_failed = True
     else:
@@ -57,13 +118,16 @@ def _report_partial(target: str, run: _Released, kept: list[str]) -> None:
 
 
 def _write_report(
-    stream: IO[bytes] | None, guarantee: Any, documents: int, kept: list[str], *, complete: bool
+    stream: IO[bytes] | None, run: _Released, guarantee: Any, kept: list[str], *, complete: bool
 ) -> None:
-    """The JSON report to ``stream`` (None: stderr, for ``--report -``); ``complete`` is
-    False for the documents a failing run had already released."""
+    """The JSON report of ``run`` to ``stream`` (None: stderr, for ``--report -``);
+    ``complete`` is False for the documents a failing run had already released."""
     report = {
-        "documents": documents,
+        "documents": run.listed,
         "complete": complete,
+        # The largest document: the bound when one document is one person's.
+        "max_tokens_per_document": run.most_tokens,
+        "max_document_spend": run.most_spend,
         "statement": guarantee.statement,
         "guarantee": guarantee.to_dict(),
         # JSONL fields written unchanged by --keep-fields ("*": all but --field).

@@ -1,0 +1,240 @@
+"""``dxp privatize`` on large data (review 12): bad records found before any noise is drawn,
+JSON read as text refused, honest counts when the output fails, ``--keep-fields`` typos, and
+the largest per-document figures in the report."""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import sys
+
+import pytest
+
+from dxp_plugins.cli import main
+
+FAST = ["--vocab-size", "5000"]
+
+
+def run(args, capsys):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def no_noise(monkeypatch):
+    """Fail the test if the run draws any noise (privatizes any batch)."""
+    import dxp_plugins.text
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("privatized before the input was checked")
+
+    monkeypatch.setattr(dxp_plugins.text, "privatize_texts", refuse)
+
+
+GOOD = b'{"id": 1, "text": "the hockey team"}\n' * 5
+
+
+@pytest.mark.parametrize(
+    ("name", "tail", "args", "expected"),
+    [
+        ("in.txt", b"hockey caf\xe9\n", [], "in.txt, line 6 is not valid UTF-8 (byte offset 10)"),
+        ("in.jsonl", b'{"text": "zq7secret"\n', [], "in.jsonl, line 6: not valid JSON"),
+        ("in.jsonl", b'{"text": null}\n', [], "line 6: field 'text' is missing or not a string"),
+        ("in.jsonl", b'{"text": 12345}\n', [], "line 6: field 'text' is missing or not"),
+        ("in.jsonl", b'{"body": "zq7secret"}\n', [], "line 6: field 'text' is missing"),
+        (
+            "in.jsonl",
+            b'{"id": NaN, "text": "zq7secret"}\n',
+            [],
+            "line 6: not valid JSON (NaN and Infinity are not JSON)",
+        ),
+        ("in.jsonl", b'\xef\xbb\xbf{"text": "zq7secret"}\n', [], "line 6: not valid JSON"),
+        (
+            "in.jsonl",
+            b'{"text": "hockey", "k": "zq7secret \\ud800"}\n',
+            ["--keep-fields", "k"],
+            "line 6: kept field 'k' is not valid Unicode",
+        ),
+        (
+            "in.jsonl",
+            b'{"text": "hockey", "k": 1e400}\n',
+            ["--keep-fields", "*"],
+            "line 6: kept field #2 of the record holds a number out of float range",
+        ),
+    ],
+    ids=["utf8", "json", "null", "number", "missing", "nan", "bom", "surrogate", "1e400"],
+)
+@pytest.mark.parametrize("output", ["stdout", "file"])
+def test_a_bad_last_record_fails_before_any_noise(
+    tmp_path, capsys, no_noise, name, tail, args, expected, output
+):
+    """F4: a bad record at the end threw away the whole run after privatizing everything
+    before it (and to stdout, had released it). Now a regular file is read through first,
+    with the same reader: the usual error, nothing privatized, nothing written."""
+    source, target, report = tmp_path / name, tmp_path / "out", tmp_path / "report.json"
+    source.write_bytes((GOOD if name.endswith("jsonl") else b"the hockey team\n" * 5) + tail)
+    to = ["-o", target] if output == "file" else []
+    command = ["privatize", source, "-e", 300, "--batch-size", 2, "--report", report]
+    code, out, err = run([*command, *to, *args, *FAST], capsys)
+    errors = [line for line in err.splitlines() if not line.startswith("dxp: warning")]
+    assert code == 1 and out == "" and len(errors) == 1, err
+    assert expected in errors[0] and "zq7secret" not in err and "were already written" not in err
+    assert not target.exists() and not report.exists()
+
+
+def test_every_file_is_checked_before_the_first_is_privatized(tmp_path, capsys, no_noise):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("the hockey team\n" * 3)
+    second.write_bytes(b"the team\ncaf\xe9\n")
+    code, out, err = run(["privatize", first, second, "-e", 300, *FAST], capsys)
+    assert code == 1 and out == ""
+    assert err.endswith("b.txt, line 2 is not valid UTF-8 (byte offset 3)\n")
+
+
+def test_the_progress_bar_has_a_total_for_regular_files(tmp_path, capsys, monkeypatch):
+    """F11: the bar had no total, percentage or ETA; a regular file is counted first."""
+    first, second = tmp_path / "a.txt", tmp_path / "b.jsonl"
+    first.write_text("hockey\n\nteam\n")
+    second.write_text('{"text": "music"}\n' * 2)
+    code, out, err = run(["privatize", first, second, "-e", 300, "--progress", *FAST], capsys)
+    assert code == 0 and out.count("\n") == 5
+    assert "5/5" in err and "100%" in err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hockey\n" * 3)))
+    code, out, err = run(["privatize", "-e", 300, "--progress", *FAST], capsys)  # no total
+    assert code == 0 and "3doc" in err.replace(" ", "") and "%" not in err
+
+
+@pytest.mark.parametrize("source", ["-", "in.json", "in.txt"])
+def test_json_lines_read_as_plain_text_are_refused(tmp_path, capsys, monkeypatch, no_noise, source):
+    """F5: JSON lines without --field (stdin, a .json file) were privatized as plain text,
+    keys and all, into invalid JSON with exit code 0 (only a warning)."""
+    data = b"\n  \n" + json.dumps({"id": 7, "text": "zq7secret"}).encode() + b"\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    (tmp_path / source).write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "out.txt"
+    code, out, err = run(["privatize", source, "-e", 300, "-o", target, *FAST], capsys)
+    assert code == 1 and out == "" and err.count("\n") == 1 and not target.exists()
+    assert err.startswith(f"dxp: error: {'stdin' if source == '-' else source}, line 3 ")
+    assert "--format jsonl" in err and "--format text" in err and "zq7secret" not in err
+
+
+def test_format_text_privatizes_json_lines_as_text(capsys, monkeypatch):
+    line = json.dumps({"id": 7, "text": "music"}) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode() * 2)))
+    code, out, err = run(["privatize", "-e", 300, "--format", "text", *FAST], capsys)
+    assert code == 0 and out.count("\n") == 2 and err == ""
+
+
+class _Full(io.RawIOBase):
+    """An output with room for ``room`` bytes, then ENOSPC (or ``then`` raised)."""
+
+    def __init__(self, room, then=None):
+        self.room, self.then, self.data = room, then, b""
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        if not self.room:
+            raise self.then or OSError(errno.ENOSPC, "No space left on device")
+        taken = bytes(data[: self.room])
+        self.room -= len(taken)
+        self.data += taken
+        return len(taken)
+
+
+def test_a_failed_write_counts_nothing_it_did_not_write(tmp_path, capsys):
+    """F1: `-o /dev/full` said "5 documents were already written to /dev/full"."""
+    source, report = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("the hockey team\n" * 5)
+    args = ["privatize", source, "-e", 300, "-o", "/dev/full", "--report", report, *FAST]
+    code, out, err = run(args, capsys)
+    assert code == 1 and out == "" and err == "dxp: error: No space left on device\n"
+    assert not report.exists()  # nothing was released
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "python-u"])
+def test_a_write_cut_short_counts_what_reached_the_output(tmp_path, capsys, monkeypatch, buffered):
+    """The documents whose bytes reached the output (the last one in part) are counted
+    and reported, not those still buffered (under ``python -u``, stdout has no buffer)."""
+    source, report = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 6)  # 12 bytes each
+    sink = _Full(30)  # documents 1-2 whole, 3 in part
+    stream = io.BufferedWriter(sink) if buffered else sink
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(stream))
+    args = ["privatize", source, "-e", 300, "--batch-size", 2, "--report", report, *FAST]
+    code, _, err = run([*args, "--seed", 1], capsys)
+    assert code == 1 and sink.data == b"hockey team\n" * 2 + b"hockey"
+    assert err.splitlines()[-1] == (
+        "dxp: error: No space left on device; 3 documents were already written to stdout "
+        f"(the last one in part) (the report in {report} lists them, marked incomplete)"
+    )
+    partial = json.loads(report.read_text())
+    assert partial["documents"] == 3 and partial["complete"] is False
+    assert partial["guarantee"]["tokens_privatized"] == 6
+
+
+def test_a_write_interrupted_by_a_signal_lists_the_batch(tmp_path, capsys, monkeypatch):
+    """Interrupted within a write, what that write took is unknown: its documents are
+    listed as possibly written."""
+    source, report = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 6)
+    sink = _Full(24, then=KeyboardInterrupt())
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(sink)))
+    args = ["privatize", source, "-e", 300, "--batch-size", 2, "--report", report, *FAST]
+    code, _, err = run([*args, "--seed", 1], capsys)
+    assert code == 130
+    assert err.splitlines()[-1] == (
+        "dxp: interrupted; 2 documents were already written to stdout and 2 more may have "
+        f"been (the report in {report} lists them, marked incomplete)"
+    )
+    assert json.loads(report.read_text())["documents"] == 4
+
+
+@pytest.mark.parametrize("source", ["in.jsonl", "-"])
+def test_a_kept_field_in_no_record_is_named(tmp_path, capsys, monkeypatch, source):
+    """F6: `--keep-fields lable,id` (a typo) passed silently, the report listing 'lable'."""
+    data = b'{"id": 1, "text": "team", "zq7key": 2}\n\n{"text": "music", "label": 3}\n'
+    (tmp_path / "in.jsonl").write_bytes(data)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    monkeypatch.chdir(tmp_path)
+    base = ["privatize", source, "-e", 300, *FAST]
+    code, out, err = run([*base, "--keep-fields", "lable, id,label"], capsys)
+    assert code == 0 and out.count("\n") == 3
+    warnings = err.splitlines()
+    assert warnings[-1] == "dxp: warning: --keep-fields: field 'lable' was in no record"
+    assert len(warnings) == 2 and "zq7key" not in err
+    code, _, err = run([*base, "--keep-fields", "*"], capsys)
+    assert code == 0 and err.count("\n") == 1  # '*': only the opt-in warning
+
+
+@pytest.mark.parametrize(
+    ("content", "tokens"),
+    [
+        ("hockey team\n\nthe hockey team won\n \n", 4),
+        ("\n\n", 0),  # blank documents only
+        ("", 0),  # no document
+    ],
+)
+def test_the_report_gives_the_largest_document(tmp_path, capsys, content, tokens):
+    """F3: the only spend figure was the whole-corpus total."""
+    source, report = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text(content)
+    args = ["privatize", source, "-e", 2.5, "--report", report, *FAST]
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    record = json.loads(report.read_text())
+    assert record["max_tokens_per_document"] == tokens
+    assert record["max_document_spend"] == 2.5 * tokens
+
+
+def test_unit_file_on_jsonl_is_refused(tmp_path, capsys):
+    """F12: --unit file was silently ignored on JSONL (one record per line)."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "team"}\n')
+    code, out, err = run(["privatize", source, "-e", 300, "--unit", "file", *FAST], capsys)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert "--unit file applies to plain text only" in err
