@@ -872,6 +872,39 @@ def test_a_failed_run_to_stdout_reports_what_it_released(tmp_path, capsys, monke
     assert complete["guarantee"] == partial["guarantee"]
 
 
+def test_a_failed_run_reports_to_stderr_what_it_released_marked_incomplete(capsys, monkeypatch):
+    """With --report -, the partial report goes to stderr before the error line: it is the
+    guarantee of the documents already on stdout, and must not claim to be complete."""
+    rows = [json.dumps({"text": "the hockey team won", "g": 1}) for _ in range(3)]
+    data = "\n".join([*rows, '{"text": "team", "g": "\\ud800"}', *rows]) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode())))
+    args = ["privatize", "-e", 2, "--keep-fields", "g", "--report", "-", "--batch-size", 2]
+    code, out, err = run([*args, *FAST], capsys)
+    assert code == 1 and out.count("\n") == 2
+    assert err.splitlines()[-1].endswith(
+        "2 documents were already written to stdout (the report in stderr lists them, "
+        "marked incomplete)"
+    )
+    partial = json.loads(err[err.index("\n{\n") : err.rindex("\n}\n") + 2])  # after a warning
+    assert partial["documents"] == 2 and partial["complete"] is False
+    assert partial["guarantee"]["tokens_privatized"] == 8
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_failed_run_whose_partial_report_cannot_be_written_says_so(capsys, monkeypatch):
+    """The report target passed the check before the run, but writing it fails (a full
+    disk): the error line must not promise a report, nor stay silent about it."""
+    rows = [json.dumps({"text": "the hockey team won", "g": 1}) for _ in range(3)]
+    data = "\n".join([*rows, '{"text": "team", "g": "\\ud800"}', *rows]) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode())))
+    args = ["privatize", "-e", 2, "--keep-fields", "g", "--report", "/dev/full"]
+    code, out, err = run([*args, "--batch-size", 2, *FAST], capsys)
+    assert code == 1 and out.count("\n") == 2
+    assert err.splitlines()[-1].endswith(
+        "2 documents were already written to stdout (the report of them could not be written)"
+    )
+
+
 def test_a_failed_run_to_a_file_releases_nothing_and_reports_nothing(tmp_path, capsys):
     source, out, report = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "report.json"
     source.write_bytes(b"hockey team\n" * 3 + b"caf\xe9\n")

@@ -356,7 +356,112 @@ def test_cli_calibrate_writes_tables_and_figures(tmp_path, capsys):
     assert report["choice"]["bracket"][1] == 40.0
     assert len((out / "calibration.csv").read_text().splitlines()) == 1 + 2 * 15
     assert "epsilon_x_median_nn" in report["summaries"][0]
+    # epsilon x the words' median nearest-neighbour distance: in proportion to epsilon
+    scaled = [row["epsilon_x_median_nn"] for row in report["summaries"]]
+    assert scaled[0] > 0 and scaled[1] == pytest.approx(scaled[0] * 40 / 5)
+    # The provenance of the calibration: the table itself, not only its name.
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=3000)
+    assert report["embeddings"] == {
+        "name": "glove-6b-50d",
+        "vocab_size": 3000,
+        "fingerprint": table.fingerprint,
+    }
+    assert report["words"] == 15
+    assert "epsilon" not in report["settings"]  # per row, in the summaries
+    assert "evaluations" not in report["choice"]  # they are the summaries
     assert "mean N_w" in captured.out
+
+
+def test_cli_calibrate_records_the_table_and_the_words_it_used(tmp_path, capsys):
+    """A table of another size than --vocab-size (here: none given), and fewer words than
+    --words (the pool holds 76): summary.json records what was used, not what was asked."""
+    from gensim.test.utils import datapath
+
+    path = datapath("test_glove.txt")  # 76 real GloVe words, header-less
+    args = ["calibrate", "--epsilons", "5", "--words", "100", "--samples", "20", "--no-figures"]
+    args += ["--embeddings", "keyed-vectors.v1", "--embeddings-param", f"path={path}"]
+    args += ["--embeddings-param", "no_header=true", "--out", str(tmp_path)]
+    assert main(args) == 0
+    assert "asked for 100 words but the pool holds 76" in capsys.readouterr().err
+    report = json.loads((tmp_path / "summary.json").read_text())
+    table = dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True)
+    assert report["embeddings"] == {
+        "name": "keyed-vectors.v1",
+        "vocab_size": 76,
+        "fingerprint": table.fingerprint,
+    }
+    assert report["words"] == 76
+
+
+def calibrated_words(out) -> set[str]:
+    lines = (out / "calibration.csv").read_text().splitlines()
+    column = lines[0].split(",").index("word")
+    return {line.split(",")[column] for line in lines[1:]}
+
+
+def test_cli_calibrate_word_seed_draws_the_word_sample(tmp_path, capsys):
+    args = ["calibrate", "--epsilons", "5", "--words", "3", "--samples", "20"]
+    args += ["--vocab-size", "1000", "--no-figures"]
+    for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
+        assert main([*args, "--word-seed", seed, "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    first, again, other = (calibrated_words(tmp_path / name) for name in "abc")
+    assert len(first) == 3 and first == again and first != other
+    report = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert report["word_seed"] == 2 and report["word_pool"] is None
+    assert main([*args, "--word-pool", "50", "--out", str(tmp_path / "d")]) == 0
+    capsys.readouterr()
+    assert json.loads((tmp_path / "d" / "summary.json").read_text())["word_pool"] == 50
+    top = set(dxp.load_embeddings("glove-6b-50d", vocab_size=50).words)
+    assert calibrated_words(tmp_path / "d") <= top
+
+
+def test_cli_calibrate_lists_each_epsilon_once_in_increasing_order(tmp_path, capsys):
+    args = ["calibrate", "--epsilons", "40,5,5", "--words", "3", "--samples", "20"]
+    assert main([*args, "--vocab-size", "1000", "--no-figures", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    report = json.loads((tmp_path / "summary.json").read_text())
+    assert [row["epsilon"] for row in report["summaries"]] == [5.0, 40.0]
+
+
+def test_cli_calibrate_refuses_an_output_below_a_file_before_computing(
+    tmp_path, capsys, monkeypatch
+):
+    """Found before any mechanism is built, not after the whole computation."""
+    from dxp_plugins.cli import calibrate as calibrate_command
+
+    built = []
+    monkeypatch.setattr(calibrate_command, "_build_mechanism", built.append)
+    (tmp_path / "notes").write_text("a file")
+    args = ["calibrate", "--epsilons", "5", "--words", "3", "--vocab-size", "1000"]
+    code = main([*args, "--out", str(tmp_path / "notes" / "calibration")])
+    err = capsys.readouterr().err
+    assert code == 1 and "is not a folder" in err and built == []
+
+
+def test_cli_calibrate_search_evaluates_every_listed_epsilon_and_refines(
+    tmp_path, capsys, monkeypatch
+):
+    """A targeted run evaluates the whole grid (stop_at_failure=False: a full table, also
+    past the first failing epsilon) and then bisects the bracket --refine times."""
+    args = ["calibrate", "--epsilons", "2,40,80", "--words", "5", "--samples", "50"]
+    args += ["--vocab-size", "1000", "--seed", "1", "--max-n-w", "0.9"]
+    from dxp_plugins import plotting
+
+    shown = []  # the histograms show the epsilons listed, the curves every one evaluated
+    monkeypatch.setattr(
+        plotting, "deniability_histograms", lambda results, path: shown.append(results)
+    )
+    monkeypatch.setattr(plotting, "deniability_curves", lambda curves, path: None)
+    assert main([*args, "--refine", "2", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    report = json.loads((tmp_path / "summary.json").read_text())
+    epsilons = [row["epsilon"] for row in report["summaries"]]
+    verdicts = {row["epsilon"]: row["meets_target"] for row in report["summaries"]}
+    assert {2.0, 40.0, 80.0} <= set(epsilons) and len(epsilons) == 5
+    assert verdicts[2.0] is True and verdicts[40.0] is False and verdicts[80.0] is False
+    assert all(2.0 < epsilon < 40.0 for epsilon in set(epsilons) - {2.0, 40.0, 80.0})
+    assert [[result.epsilon for result in results] for results in shown] == [[2.0, 40.0, 80.0]]
 
 
 @pytest.mark.parametrize("flag", ["--progress", "--no-progress"])
@@ -415,6 +520,8 @@ def test_cli_calibrate_errors_are_one_line(tmp_path, capsys):
     ("args", "message"),
     [
         (["--word-seed", "-1"], "--word-seed must be >= 0"),
+        (["--eta", "1"], "--eta must be in [0, 1)"),
+        (["--confidence", "1"], "--confidence must be between 0 and 1"),
         (["--refine", "3"], "--refine bisects towards a target"),  # was silently ignored
         (["-m", "madlib", "--method", "exact"], "no closed-form output law"),  # was 'unexpected'
     ],

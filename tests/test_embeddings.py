@@ -198,6 +198,12 @@ def test_glove_loader_keeps_the_most_frequent_words():
     assert table.vectors.flags.c_contiguous and table.vectors.dtype == np.float32
 
 
+def test_a_glove_vocab_size_above_its_rows_keeps_them_all():
+    """As the other loaders do, a vocab_size above the 400,000 GloVe rows keeps every row."""
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=500_000)
+    assert len(table) == 400_000 and table.vectors.shape == (400_000, 50)
+
+
 def test_glove_full_table(request):
     table = dxp.load_embeddings("glove-6b-50d")
     assert len(table) == 400_000 and table.lookup(["Encryption"])[0] >= 0

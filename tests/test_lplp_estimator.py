@@ -3,6 +3,7 @@ gensim adapter, guarantees, and the topic evaluation helpers (on gensim's real L
 
 from __future__ import annotations
 
+import copy
 import inspect
 import pickle
 import re
@@ -421,6 +422,9 @@ def test_pickle_keeps_no_generator_state(counts):
         ({"weights": "zipf"}, "vocabulary"),
         ({"weights": "own-counts"}, "weights must be one of"),
         ({"embeddings": 3}, "EmbeddingTable"),
+        ({"vocabulary": ["w1", *WORDS[1:]]}, "unique"),  # two columns named w1
+        ({"vocabulary": ["", *WORDS[1:]]}, "non-empty"),
+        ({"grouping_params": ["x"]}, "must be a dict"),  # checked although K = M ignores it
         ({"histogram_epsilon": -1.0}, "histogram_epsilon"),  # checked although unused
     ],
 )
@@ -433,7 +437,14 @@ def test_validation_errors_never_quote_the_counts():
     """scikit-learn's messages print the array (a document's bag of words) or a value."""
     transformer = LPLPTransformer()
     long_row = np.arange(40) * 7 + 3  # numpy wraps it over several lines
-    bad_inputs = (long_row, np.array([[0, 3j, 0, 7] * 10]), [["zq7secret", 'it\'s "x"']])
+    bad_inputs = (
+        long_row,
+        np.array([[0, 3j, 0, 7] * 10]),
+        [["zq7secret", 'it\'s "x"']],  # strings: scikit-learn's message quotes no value
+        # An object array: numpy's "could not convert string to float: 'zq7secret'" quotes
+        # the document's word, which only the quoted-value scrubbing removes.
+        np.array([[1, "zq7secret"], [2, 3]], dtype=object),
+    )
     for bad in bad_inputs:
         with pytest.raises(ValueError) as error:
             transformer.fit(bad)
@@ -880,5 +891,152 @@ def test_settings_holding_arrays_are_compared_by_value(monkeypatch):
     transformer.set_params(grouping_params={"labels": labels.copy()})
     assert transformer.transform(small_counts()).shape == (20, 12)
     transformer.set_params(grouping_params={"labels": (labels + 1) % 4})
+    with pytest.raises(ValueError, match="grouping_params changed since fit"):
+        transformer.transform(small_counts())
+
+
+def test_n_changes_reaches_the_release_and_its_guarantee(counts):
+    """The noise rate is epsilon / N: a release built with N = 1 instead of the fitted
+    n_changes draws about 8 times less noise at N = 10 while stating N = 1."""
+    transformer = LPLPTransformer(n_changes=10, epsilon=2.0).fit(counts)
+    assert transformer.release_.n_changes == 10
+    assert transformer.release_.noise_calibration() == transformer.calibration_
+    assert transformer.calibration_.n_changes == 10
+    transformer.transform(counts[:5])
+    assert transformer.last_guarantee_.n_changes == 10
+    assert transformer.last_guarantee_.epsilon == transformer.calibration_.epsilon
+
+
+def test_dp_histogram_weights_expose_the_released_histogram(counts):
+    """histogram_ is the DP corpus histogram the weights came from (None without one)."""
+    fitted = histogram_transformer(100, dxp.Accountant()).fit(counts)
+    assert fitted.histogram_ is not None and fitted.histogram_.shape == (counts.shape[1],)
+    assert np.all(fitted.histogram_ >= 0)
+    assert LPLPTransformer(n_groups=100).fit(counts).histogram_ is None
+
+
+def test_seeded_grouping_and_histogram_draw_from_separate_streams(counts, monkeypatch):
+    """The grouping is published: in seeded mode, a grouping drawn from the DP histogram's
+    stream would reveal the histogram's noise, and so the exact corpus counts."""
+    from dxp_plugins.estimators import lplp as lplp_module
+
+    first_draws: dict[str, np.ndarray] = {}
+    real_context, real_histogram = lplp_module.GroupingContext, lplp_module.dp_histogram
+
+    def context(**kwargs):
+        first_draws["grouping"] = copy.deepcopy(kwargs["rng"]).integers(2**62, size=8)
+        return real_context(**kwargs)
+
+    def histogram(counts, epsilon, n_changes, rng, accountant=None):
+        first_draws["histogram"] = copy.deepcopy(rng).integers(2**62, size=8)
+        return real_histogram(counts, epsilon, n_changes, rng, accountant)
+
+    monkeypatch.setattr(lplp_module, "GroupingContext", context)
+    monkeypatch.setattr(lplp_module, "dp_histogram", histogram)
+    transformer = LPLPTransformer(
+        n_groups=100,
+        grouping="random",
+        weights="dp-histogram",
+        histogram_epsilon=0.5,
+        random_state=0,
+    )
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        transformer.fit(counts)
+    assert transformer.histogram_ is not None
+    assert set(first_draws) == {"grouping", "histogram"}
+    assert not np.array_equal(first_draws["grouping"], first_draws["histogram"])
+
+
+# -- topic evaluation: settings that silently change the results -------------------------------
+def test_gensim_lda_passes_its_settings_to_gensim(counts, vocabulary):
+    """passes, alpha and random_state reach LdaModel: one seed gives one model."""
+    small = counts[:60]
+    models = [
+        topics.gensim_lda(
+            small, vocabulary, num_topics=2, passes=2, alpha="asymmetric", random_state=4
+        )
+        for _ in range(2)
+    ]
+    assert models[0].passes == 2
+    assert models[0].alpha[0] > models[0].alpha[1]  # "asymmetric": decreasing priors
+    np.testing.assert_array_equal(models[0].get_topics(), models[1].get_topics())
+
+
+def test_to_gensim_drops_explicitly_stored_zeros():
+    """A stored zero (e.g. left by arithmetic) is no occurrence: gensim's dfs, cfs and
+    num_nnz, which TF-IDF and u_mass use, must not count it; the caller's matrix is kept."""
+    matrix = sp.csr_matrix(np.array([[1, 2, 0], [0, 3, 1]]))
+    matrix.data[matrix.data == 2] = 0  # column 1 of document 0: stored, but zero
+    assert matrix.nnz == 4
+    corpus, dictionary = topics.to_gensim(matrix, ["a", "b", "c"])
+    assert list(corpus) == [[(0, 1)], [(1, 3), (2, 1)]]
+    assert dictionary.dfs == {0: 1, 1: 1, 2: 1} and dictionary.num_nnz == 3
+    assert matrix.nnz == 4
+
+
+def test_topic_helpers_default_to_the_papers_top_20_words():
+    weights = np.arange(60, dtype=float).reshape(2, 30)
+    names = [f"w{i}" for i in range(30)]
+    assert topics.TOP_WORDS == 20
+    assert [len(row) for row in topics.top_words(weights, names)] == [20, 20]
+    assert topics.exclusivity(weights) == topics.exclusivity(weights, n=20)
+    assert topics.exclusivity(weights) != topics.exclusivity(weights, n=10)
+
+
+def test_a_boolean_setting_is_not_its_integer():
+    """True == 1 in Python, but n_changes=True is a change (and a bool is no column index:
+    a vocabulary {"a": False, "b": True} is refused, not read as columns 0 and 1)."""
+    transformer = LPLPTransformer(n_groups=4).fit(small_counts())
+    transformer.set_params(n_changes=True)
+    with pytest.raises(ValueError, match="n_changes changed since fit"):
+        transformer.transform(small_counts())
+    with pytest.raises(ValueError, match="columns 0, 1"):
+        LPLPTransformer(vocabulary={"a": False, "b": True}).fit(np.ones((3, 2), dtype=np.int64))
+
+
+def test_feature_names_out_refuses_other_input_features():
+    transformer = LPLPTransformer(vocabulary=["a", "b"]).fit(np.ones((3, 2), dtype=np.int64))
+    assert list(transformer.get_feature_names_out(["a", "b"])) == ["a", "b"]
+    with pytest.raises(ValueError, match="input_features differ from the vocabulary"):
+        transformer.get_feature_names_out(["b", "a"])
+
+
+def test_topic_matching_of_empty_topics_scores_zero():
+    assert topics.jaccard([], []) == 0.0  # no shared word: not a perfect match
+    np.testing.assert_array_equal(topics.topic_jaccard([], [["a"]]), [0.0])
+
+
+def test_lsa_accuracy_passes_its_seed_to_truncated_svd(counts, monkeypatch):
+    import sklearn.decomposition
+
+    seeds = []
+    real = sklearn.decomposition.TruncatedSVD
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seeds.append(kwargs.get("random_state"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sklearn.decomposition, "TruncatedSVD", recording)
+    labels = (np.arange(counts.shape[0]) % 2).astype(int)
+    topics.lsa_accuracy(counts[:60], labels[:60], counts[60:90], labels[60:90], 5, random_state=7)
+    assert seeds == [7]
+
+
+def test_settings_holding_arrays_under_other_keys_are_a_change(monkeypatch):
+    """As many keys, one of them renamed: compared item by item (an array inside), the
+    other keys make it a change, not a KeyError."""
+    from tests.door_fixtures import register
+
+    def by_labels(context, labels, **options):
+        return np.asarray(labels)
+
+    register(monkeypatch, "groupings", "by-labels-options-test", by_labels)
+    labels = np.arange(12) % 4
+    transformer = LPLPTransformer(
+        n_groups=4,
+        grouping="by-labels-options-test",
+        grouping_params={"labels": labels, "spread": 1},
+    ).fit(small_counts())
+    transformer.set_params(grouping_params={"labels": labels.copy(), "order": 1})
     with pytest.raises(ValueError, match="grouping_params changed since fit"):
         transformer.transform(small_counts())

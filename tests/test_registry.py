@@ -336,6 +336,26 @@ def test_a_name_two_plugins_declare_is_refused(monkeypatch, capsys):
     assert "[refused: declared by plane-a" in capsys.readouterr().out
 
 
+def test_one_distribution_declaring_a_name_twice_with_two_targets_is_refused(monkeypatch):
+    """One distribution found twice on sys.path is one entry; but one distribution whose
+    two entry points give one name different targets is two entries, and which of them wins
+    would depend on sys.path order: refused like two distributions."""
+    group = "dxp_plugins_embeddings"
+    _install(
+        monkeypatch,
+        _plugin("twin.v1", "tests.third_party_plugin:load_tiny_plane", group, "twins"),
+        _plugin("twin.v1", "tests.third_party_plugin:load_broken", group, "twins"),
+    )
+    with pytest.raises(ValueError, match=r"'twin.v1' is declared by 2 sources: twins \(tests"):
+        dxp.load_embeddings("twin.v1")
+    assert registry.duplicates(registry.embeddings) == {
+        "twin.v1": [
+            "twins (tests.third_party_plugin:load_tiny_plane)",
+            "twins (tests.third_party_plugin:load_broken)",
+        ]
+    }
+
+
 def test_listing_shows_a_shadowed_builtin(monkeypatch, capsys):
     _install(
         monkeypatch,
@@ -365,3 +385,78 @@ def test_a_non_callable_entry_point_is_not_listed_or_used(monkeypatch):
     assert "weird.v1" not in listed
     with pytest.raises(ValueError, match=r"embedding 'weird.v1' failed to load"):
         dxp.load_embeddings("weird.v1")
+
+
+# -- review 12: what resolution and listing rest on ---------------------------------------------
+def test_the_builtin_distribution_is_recognised_however_its_name_is_spelled(monkeypatch):
+    """Installers spell a distribution's name variously (PEP 503: ``DXP_Plugins`` is
+    ``dxp-plugins``); a built-in entry then still wins over a local registration, and its
+    import failure is this library's bug, raised as is (not a plugin's PluginLoadError)."""
+    group = "dxp_plugins_embeddings"
+    _install(
+        monkeypatch,
+        _plugin("spelled.v1", "tests.third_party_plugin:load_tiny_plane", group, "DXP_Plugins"),
+        _plugin("failing.v1", "no_such_module:load", group, "dxp.plugins"),
+    )
+    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
+    registry.embeddings.register("spelled.v1", func=lambda: None)
+    assert [d.builtin for d in registry.declarations(registry.embeddings)["spelled.v1"]] == [
+        True,
+        False,
+    ]
+    with pytest.warns(RuntimeWarning, match="local registration"):
+        assert len(dxp.load_embeddings("spelled.v1")) == 4
+    with pytest.raises(ModuleNotFoundError) as error:
+        registry.resolve(registry.embeddings, "failing.v1")
+    assert not isinstance(error.value, registry.PluginLoadError)
+
+
+def test_resolve_refuses_a_name_that_is_not_a_string():
+    with pytest.raises(TypeError, match="registry name must be str, got int"):
+        registry.resolve(registry.embeddings, 5)
+
+
+def test_a_plugin_failing_with_any_exception_is_a_plugin_load_error(monkeypatch, tmp_path):
+    """Not only ImportError: whatever a plugin's import raises names that plugin; listing
+    warns with the plugin's own exception, not the wrapper."""
+    (tmp_path / "raising_plugin_review12.py").write_text("raise RuntimeError('no GPU found')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = "dxp_plugins_embeddings"
+    _install(monkeypatch, _plugin("raising.v1", "raising_plugin_review12:load", group, "gpu"))
+    with pytest.raises(registry.PluginLoadError, match=r"'raising.v1' failed to load: gpu"):
+        dxp.load_embeddings("raising.v1")
+    with pytest.warns(RuntimeWarning, match="'raising.v1' failed to load: RuntimeError: no GPU"):
+        registry.describe(registry.embeddings)
+
+
+def test_another_plugin_shadowing_a_builtin_warns_again(monkeypatch):
+    """The warning is once per set of duplicates, not once per name: a second, different
+    plugin reusing the built-in name is news."""
+    group = "dxp_plugins_mechanisms"
+    _install(
+        monkeypatch,
+        _plugin("madlib", "tests.third_party_plugin:load_tiny_plane", group, "plugin-a"),
+    )
+    with pytest.warns(RuntimeWarning, match="plugin-a"):
+        registry.resolve(registry.mechanisms, "madlib")
+    installed = catalogue.AVAILABLE_ENTRY_POINTS
+    other = _plugin("madlib", "tests.third_party_plugin:load_broken", group, "plugin-b")
+    entries = [entry for g in installed.groups for entry in installed.select(group=g)]
+    monkeypatch.setattr(  # keeps the warnings already given
+        catalogue, "AVAILABLE_ENTRY_POINTS", importlib.metadata.EntryPoints([*entries, other])
+    )
+    with pytest.warns(RuntimeWarning, match="plugin-b"):
+        assert registry.resolve(registry.mechanisms, "madlib") is dxp.Madlib
+
+
+def test_listing_shows_the_first_line_of_a_docstring(monkeypatch):
+    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
+
+    def load_documented():
+        """Loads documented vectors.
+
+        Details that do not fit in a listing.
+        """
+
+    registry.embeddings.register("documented.v1", func=load_documented)
+    assert registry.describe(registry.embeddings)["documented.v1"] == "Loads documented vectors."

@@ -47,6 +47,10 @@ def test_texts_in_private_texts_out(privatizer):
 def test_input_checks(privatizer):
     with pytest.raises(TypeError, match="not a single str"):
         privatizer.fit("one text")
+    with pytest.raises(TypeError, match="iterable of str, got int"):
+        privatizer.fit(5)
+    with pytest.raises(ValueError, match="batch_size"):  # at fit, not at the first transform
+        TextPrivatizer(epsilon=1.0, batch_size=0).fit(TEXTS)
     with pytest.raises(NotFittedError):
         privatizer.transform(["hockey"])
     privatizer.fit(TEXTS)
@@ -206,6 +210,26 @@ def test_random_state_policy(glove_5k):
         TextPrivatizer(epsilon=3.0, random_state=np.random.default_rng(0)).fit(TEXTS)
 
 
+def test_batch_size_sets_the_mechanism_calls(privatizer, monkeypatch):
+    """Seeded draws depend on the batches: batch_size must reach privatize_texts, as the
+    CLI's --batch-size and privatize_texts' own argument do."""
+    from dxp_plugins import text
+
+    batches = record_calls(monkeypatch, text, "_privatize_batch")
+    privatizer.set_params(batch_size=2).fit_transform(["hockey team"] * 5)
+    assert [len(call["texts"]) for call in batches] == [2, 2, 1]
+
+
+def test_a_refit_forgets_the_previous_fits_guarantee(privatizer):
+    """last_guarantee_ describes a release of this fit: a new fit (another mechanism, maybe
+    another epsilon) starts with none, not the old fit's record."""
+    assert privatizer.fit(TEXTS).last_guarantee_ is None
+    privatizer.transform(TEXTS)
+    assert privatizer.last_guarantee_ is not None
+    privatizer.set_params(epsilon=3.0).fit(TEXTS)
+    assert privatizer.last_guarantee_ is None
+
+
 def test_pickles_hold_no_generator_state(privatizer):
     privatizer.fit_transform(TEXTS)
     key = privatizer.random_source_.generator().bit_generator.state["state"]["keysetup"]
@@ -242,6 +266,11 @@ def test_training_time_setting_privatizes_fit_only(glove_5k):
     assert step.transform(["hockey team"]) == ["hockey team"]
     assert step.last_guarantee_ is None  # raw text out: the earlier record does not describe it
     assert step.accountant_.spent == pytest.approx(0.04)
+    # The texts passed through are checked as privatized ones are: UTF-8 bytes decoded to
+    # str (the output is a list of str), anything else refused.
+    assert step.transform([b"hockey", "ice"]) == ["hockey", "ice"]
+    with pytest.raises(TypeError, match="text 1 must be str"):
+        step.transform(["hockey", 3])
 
 
 SENTIMENT = ["good great wonderful fun movie", "bad awful boring terrible film"] * 12
@@ -329,6 +358,8 @@ def test_one_text_column_in_two_dimensions(privatizer):
         privatizer.transform(frame)
     with pytest.raises(ValueError, match="one text per row"):
         privatizer.fit(np.empty((2, 1, 1), dtype=object))
+    with pytest.raises(ValueError, match=r"one text per row: got shape \(3, 0\)"):
+        privatizer.fit(np.empty((3, 0), dtype=object))
 
 
 def test_feature_names_pass_through_a_column_transformer(glove_5k):
@@ -355,6 +386,8 @@ def test_feature_names_pass_through_a_column_transformer(glove_5k):
     assert list(privatizer.get_feature_names_out(["review"])) == ["review"]
     with pytest.raises(ValueError, match="one text column"):
         privatizer.get_feature_names_out(["a", "b"])
+    with pytest.raises(ValueError, match="one text column, got 0"):
+        privatizer.get_feature_names_out([])
 
 
 def test_feature_names_follow_scikit_learn(privatizer):
