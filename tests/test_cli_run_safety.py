@@ -121,6 +121,33 @@ def test_json_lines_read_as_plain_text_are_refused(tmp_path, capsys, monkeypatch
     assert "--format jsonl" in err and "--format text" in err and "zq7secret" not in err
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\n" + json.dumps({"id": 7, "text": "zq7secret"}).encode() + b"\n",  # JSON lines
+        json.dumps({"id": 7, "text": "zq7secret"}, indent=2).encode(),  # one JSON object
+    ],
+    ids=["json-lines", "pretty-printed"],
+)
+def test_a_json_file_read_whole_as_text_is_refused(tmp_path, capsys, no_noise, data):
+    """``--unit file`` read JSON as one plain-text document, keys and all (exit 0)."""
+    source = tmp_path / "in.txt"
+    source.write_bytes(data)
+    code, out, err = run(["privatize", source, "--unit", "file", "-e", 300, *FAST], capsys)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"dxp: error: {source} looks like a JSON object: ")
+    assert "zq7secret" not in err
+
+
+def test_prose_opening_with_a_brace_is_text(tmp_path, capsys):
+    """Only JSON objects are refused: text that merely starts with "{" is privatized."""
+    source = tmp_path / "in.txt"
+    source.write_text("{the hockey team} won\n")
+    for unit in ("line", "file"):
+        code, out, _ = run(["privatize", source, "--unit", unit, "-e", 300, *FAST], capsys)
+        assert code == 0 and out.count("\n") == 1
+
+
 def test_format_text_privatizes_json_lines_as_text(capsys, monkeypatch):
     line = json.dumps({"id": 7, "text": "music"}) + "\n"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode() * 2)))
@@ -192,6 +219,40 @@ def test_a_write_interrupted_by_a_signal_lists_the_batch(tmp_path, capsys, monke
         f"been (the report in {report} lists them, marked incomplete)"
     )
     assert json.loads(report.read_text())["documents"] == 4
+
+
+def test_a_signal_while_a_written_batch_is_counted_lists_all_of_it(tmp_path, capsys, monkeypatch):
+    """A signal that lands after a batch reached the output, while its documents are being
+    counted, must not leave the report listing only part of it (review of the write path:
+    10 written, 4 reported, releases 3)."""
+    from dxp_plugins.guarantee import Guarantee
+
+    source, report = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 10)
+    sink = _Full(10_000)
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(sink)))
+    real_merge, merges = Guarantee.merge, []
+
+    def merge(self, other):
+        if sys._getframe(1).f_code.co_name == "_count":  # counting what was written
+            merges.append(1)
+        if len(merges) == 3:  # the fourth document of the written batch
+            merges.append(1)  # once
+            raise KeyboardInterrupt
+        return real_merge(self, other)
+
+    monkeypatch.setattr(Guarantee, "merge", merge)
+    args = ["privatize", source, "-e", 300, "--report", report, *FAST]
+    code, _, err = run([*args, "--seed", 1], capsys)
+    assert code == 130 and sink.data == b"hockey team\n" * 10
+    assert err.splitlines()[-1] == (
+        "dxp: interrupted; 10 documents were already written to stdout "
+        f"(the report in {report} lists them, marked incomplete)"
+    )
+    partial = json.loads(report.read_text())
+    assert partial["documents"] == 10 and partial["complete"] is False
+    assert partial["guarantee"]["releases"] == 10
+    assert partial["guarantee"]["tokens_privatized"] == 20
 
 
 @pytest.mark.parametrize("source", ["in.jsonl", "-"])

@@ -12,6 +12,9 @@ from typing import IO, Any
 from .process import CLIError, _say
 from .targets import _replacing
 
+#: The fields :meth:`_Released.write` counts a batch into.
+_TALLY = ("documents", "cut", "uncertain", "total", "most_tokens", "most_spend")
+
 
 @dataclass
 class _Released:
@@ -42,6 +45,7 @@ class _Released:
         written (so it is on an in-memory stream, which has no raw file to count on)."""
         raw = out if isinstance(out, io.RawIOBase) else getattr(out, "raw", None)  # python -u
         view, done = memoryview(b"".join(lines)), 0
+        before = {name: getattr(self, name) for name in _TALLY}
         try:
             if raw is None:
                 out.write(view)
@@ -54,11 +58,15 @@ class _Released:
                     if written is None:  # a non-blocking output that is full
                         raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
                     done += written
+            self._count(lines, guarantees, done)
         except BaseException as error:
+            # Counted again from the tally before the batch: a signal that landed while
+            # the written batch was being counted must not leave it counted in part.
+            for name, value in before.items():
+                setattr(self, name, value)
             exact = raw is not None and isinstance(error, OSError)
             self._count(lines, guarantees, done, maybe=not exact)
             raise
-        self._count(lines, guarantees, done)
 
     def _count(
         self, lines: list[bytes], guarantees: list[Any], done: int, *, maybe: bool = False
@@ -68,7 +76,7 @@ class _Released:
         start = 0
         for line, guarantee in zip(lines, guarantees, strict=True):
             end = start + len(line)
-            if start < done or end <= done:
+            if start < done or end <= done:  # some of its bytes reached it (or it has none)
                 self.documents += 1
                 self.cut = end > done
             elif maybe:
