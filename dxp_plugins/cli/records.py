@@ -102,7 +102,12 @@ def _records(
             yield number, ("json", record, ending), check_text(record[args.field], where)
     elif args.unit == "file":
         args.place = label
-        yield None, ("raw", b""), _decode(stream.read().removeprefix(BOM), label)
+        data = stream.read().removeprefix(BOM)
+        if args.format == "auto":
+            opening = next((line for line in data.splitlines() if line.strip()), b"")
+            if _looks_like_json_object(opening) or _looks_like_json_object(data):
+                _refuse_json(label)
+        yield None, ("raw", b""), _decode(data, label)
     else:
         first = args.format == "auto"  # the first line with text not checked yet
         for number, raw in _lines(stream):
@@ -111,12 +116,16 @@ def _records(
             if first and body.strip():
                 first = False
                 if _looks_like_json_object(body):
-                    raise CLIError(
-                        f"{where} looks like a JSON object: give --format jsonl (with "
-                        "--field) for JSON lines, or --format text to privatize such lines "
-                        "as plain text (keys and all)"
-                    )
+                    _refuse_json(where)
             yield number, ("raw", ending), _decode(body, where)
+
+
+def _refuse_json(where: str) -> NoReturn:
+    """Text input under ``--format auto`` that is JSON: its keys would be privatized too."""
+    raise CLIError(
+        f"{where} looks like a JSON object: give --format jsonl (with --field) for JSON "
+        "lines, or --format text to privatize such lines as plain text (keys and all)"
+    )
 
 
 class _NotJSON(ValueError):
