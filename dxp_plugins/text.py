@@ -373,32 +373,38 @@ def check_texts(
     select: Selector | None = None,
     nlp: Any = None,
 ) -> None:
-    """Raise now what :func:`privatize_texts` with the same arguments would raise because
-    of the texts themselves -- a text longer than ``nlp.max_length``, an out-of-vocabulary
-    token under ``oov="raise"`` -- with the same error and position, charging nothing and
-    drawing no noise: a long run can refuse a bad text before it has released anything.
-    Under ``oov="raise"`` every text is tokenized (and, with ``nlp``, tagged) once more;
-    otherwise only lengths are read. It reads ``texts`` through: pass a list (or a fresh
-    iterator) and then the same texts to :func:`privatize_texts`."""
+    """Raise now what :func:`privatize_texts` with the same arguments would raise midway
+    -- a text longer than ``nlp.max_length``, an out-of-vocabulary token under
+    ``oov="raise"`` (the same error and position), the mechanism's capped accountant
+    refusing the total spend of all the texts (over the cap, another unit) -- charging
+    nothing and drawing no noise: a long run, or a caller that keeps all the outputs, can
+    refuse before any batch is charged. Under ``oov="raise"`` or with a cap every text is
+    tokenized (and, with ``nlp``, tagged) once more; otherwise only lengths are read.
+    Another release charging the same accountant meanwhile can still make a batch refuse.
+    It reads ``texts`` through: pass a list (or a fresh iterator) and then the same texts
+    to :func:`privatize_texts`."""
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if nlp is not None:
         check_english(nlp, "nlp")
-    tokens = mechanism.oov == "raise"
+    tokens = mechanism.oov == "raise" or mechanism.accountant.cap is not None
+    charged = 0
     for start, group, long in _plan(texts, batch_size, select, nlp):
         if long:
             if tokens:
-                _check_long(group[0], mechanism, start)
+                charged += _check_long(group[0], mechanism, start)
             continue
         blank = [is_invisible(text) for text in group]
         _check_lengths(group, blank, nlp, start)
         if tokens:
             docs = _tokenized(group, blank, select, nlp)
             try:
-                mechanism.check_release(_chosen(docs))
+                charged += mechanism.check_release(_chosen(docs))
             except OOVError as error:
                 raise _relocated(error, blank, start) from None
+    if charged:  # what the batches would charge in all, in the unit they charge
+        mechanism.accountant.check(mechanism.epsilon * charged, unit=mechanism.ledger_unit)
 
 
 #: Texts longer than this (characters) go through the public tokenizer and the mechanism in

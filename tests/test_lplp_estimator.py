@@ -256,6 +256,23 @@ def test_dp_histogram_weights_record_their_budget(counts, vocabulary, glove_5k):
         record.merge(refit.last_guarantee_)
 
 
+def test_fit_transform_refuses_before_the_histogram_when_the_release_would_not_fit(counts):
+    """fit_transform charged the DP histogram (0.5), then the release (1.0) hit the cap:
+    half the budget spent, nothing returned. Now both are asked for first; ``fit`` alone
+    still needs only the histogram's budget."""
+    accountant = dxp.Accountant(cap=1.2)
+    with pytest.raises(dxp.BudgetExceededError, match="would exceed"):
+        histogram_transformer(100, accountant).fit_transform(counts)
+    assert accountant.spent == 0 and accountant.releases == 0
+    transformer = histogram_transformer(100, accountant).fit(counts)
+    assert accountant.spent == 0.5 and transformer.histogram_ is not None
+    roomy = dxp.Accountant(cap=1.5)
+    private = histogram_transformer(100, roomy).fit_transform(counts)
+    assert private.shape == counts.shape and roomy.spent == 1.5
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        histogram_transformer(100, dxp.Accountant()).fit_transform(counts, sample_weight=None)
+
+
 def test_a_weights_array_is_checked_before_the_histogram_is_charged(counts):
     accountant = dxp.Accountant()
     transformer = LPLPTransformer(

@@ -31,6 +31,7 @@ from .._validation import check_epsilon, check_int
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
 from ..lplp import calibration as lplp_calibration
+from ..lplp.calibration import lplp_unit
 from ..lplp.compression import check_counts
 from ..lplp.groupings import GroupingContext, identity_grouping, make_groups
 from ..lplp.guarantee import LPLPGuarantee
@@ -232,6 +233,22 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> LPLPTransformer:
         """Build the public grouping and decompression weights for X's features."""
+        return self._fit(X, releasing=False)
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
+        """Fit, then release X. One call, one outcome: before the DP histogram (if any) is
+        charged, the accountant is asked for its budget and the release's together, so a
+        cap that the release would exceed refuses the call with nothing spent. ``fit``
+        takes no parameters, so any ``fit_params`` is refused."""
+        if fit_params:
+            raise TypeError(
+                f"LPLPTransformer.fit_transform got unexpected keyword argument(s) "
+                f"{', '.join(map(repr, sorted(fit_params)))}"
+            )
+        return self._fit(X, releasing=True).transform(X)
+
+    def _fit(self, X: Any, *, releasing: bool) -> LPLPTransformer:
+        """:meth:`fit`; ``releasing``: a release of X follows (:meth:`fit_transform`)."""
         X = _validate_counts(self, X, reset=True)
         counts = check_counts(X)
         n_features = counts.shape[1]
@@ -261,6 +278,10 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             if self.histogram_epsilon is None:
                 raise ValueError("a DP corpus histogram needs histogram_epsilon (its budget)")
             if "counts" not in histogram:
+                if releasing and counts.shape[0]:  # both charges or neither
+                    accountant.check(
+                        self.histogram_epsilon + calibrated.epsilon, unit=lplp_unit(n_changes)
+                    )
                 histogram["counts"] = dp_histogram(
                     counts,
                     self.histogram_epsilon,
