@@ -29,6 +29,7 @@ import numbers
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,15 @@ def number(value: float) -> str:
     so a statement never rounds an epsilon or a total down."""
     text = repr(float(value))
     return text[:-2] if text.endswith(".0") else text
+
+
+def total(epsilon: float, count: int, extra: float = 0.0) -> str:
+    """``epsilon * count + extra`` as statements show it: computed in decimal from the
+    numbers :func:`number` shows, so ``5.9`` over 7,749 tokens reads ``45719.1``, not the
+    binary product ``45719.100000000006`` (the float ``spend`` keeps the binary value)."""
+    value = Decimal(repr(float(epsilon))) * count + Decimal(repr(float(extra)))
+    text = format(value.normalize(), "f")
+    return text if len(text) <= 24 else number(float(epsilon) * count + float(extra))
 
 
 def _library_version() -> str:
@@ -141,7 +151,7 @@ class Guarantee:
         text = (
             f"{self.mechanism}: {each} "
             f"{number(self.epsilon)}*d-private for d = {unit} "
-            f"(total {number(self.spend)} per unit distance); "
+            f"(total {total(self.epsilon, self.tokens_privatized)} per unit distance); "
             f"{counted(self.tokens_passed_through, 'token')} "
             f"passed through unchanged{self._raw_words()}; noise {self.rng}."
         )
@@ -434,7 +444,7 @@ class Accountant:
             raise ValueError("spend must be a finite number >= 0")
         if self.cap is not None and self.is_copy:
             raise BudgetExceededError(
-                f"this Accountant (cap {self.cap:g}) is a copy in another process or made by "
+                f"this Accountant (cap {number(self.cap)}) is a copy in another process or made by "
                 "pickling (a forked or spawned worker, a loaded object): its cap cannot hold "
                 "together with the original's. Release in one process (n_jobs=1, "
                 "n_process=1 or a thread backend), or give this copy an "
@@ -450,8 +460,8 @@ class Accountant:
             )
         if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
             raise BudgetExceededError(
-                f"release of {spend:g} would exceed the privacy budget cap {self.cap:g} "
-                f"({self.spent:g} already spent)"
+                f"release of {number(spend)} would exceed the privacy budget cap "
+                f"{number(self.cap)} ({number(self.spent)} already spent)"
             )
 
     @property
@@ -481,10 +491,10 @@ class Accountant:
         self._lock = fork_safe_lock(self)
 
     def __repr__(self) -> str:
-        cap = "no cap" if self.cap is None else f"cap={self.cap:g}"
+        cap = "no cap" if self.cap is None else f"cap={number(self.cap)}"
         if self.cap is not None and self.is_copy:
             cap += ", a copy: refuses charges"
-        return f"Accountant(spent={self.spent:g}, releases={self.releases}, {cap})"
+        return f"Accountant(spent={number(self.spent)}, releases={self.releases}, {cap})"
 
 
 def _is_amount(value: Any) -> bool:

@@ -409,9 +409,26 @@ def test_the_passthrough_statement_says_oov_tokens_are_unprotected(glove_5k):
 def test_statements_never_round_epsilon_or_the_total_down(glove_5k):
     record = dxp.Madlib(glove_5k, 2.0000004).guarantee(3)
     assert "2.0000004*d-private" in record.statement
-    assert f"(total {record.spend!r} per unit distance)" in record.statement
+    assert "(total 6.0000012 per unit distance)" in record.statement  # 2.0000004 x 3
+    # The total is the decimal product of the numbers shown, not the binary one
+    # (45719.100000000006) that the float ``spend`` keeps.
+    big = dxp.Madlib(glove_5k, 5.9).guarantee(7749)
+    assert big.spend == 45719.100000000006 and "(total 45719.1 per unit" in big.statement
+    assert "(total 0.00003 per unit" in dxp.Madlib(glove_5k, 1e-5).guarantee(3).statement
     assert "10*d-private" in dxp.Madlib(glove_5k, 10.0).guarantee(36).statement
     assert "(total 360 per unit distance)" in dxp.Madlib(glove_5k, 10.0).guarantee(36).statement
+
+
+def test_accountant_figures_are_never_rounded_down():
+    """``:g`` showed a spend of 1,234,564 as 1.23456e+06 in the repr and in refusals."""
+    accountant = Accountant(cap=1234564.5)
+    accountant.charge(1234564.0, 1)
+    assert repr(accountant) == "Accountant(spent=1234564, releases=1, cap=1234564.5)"
+    with pytest.raises(dxp.BudgetExceededError) as refusal:
+        accountant.charge(0.75, 1)
+    assert "release of 0.75 would exceed the privacy budget cap 1234564.5 (1234564 already" in str(
+        refusal.value
+    )
 
 
 def test_cap_is_validated_and_the_totals_are_read_only():

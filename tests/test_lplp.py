@@ -371,11 +371,19 @@ def test_the_statement_of_repeated_releases_states_what_they_give_together():
 
 
 def test_lplp_statements_never_round_epsilon_down():
+    import dataclasses
+
     release = LPLPRelease([0, 0, 1, 1], epsilon=2.0000004, histogram_epsilon=0.1000001)
     statement = release.guarantee(3).statement
     assert "(1, 2.0000004)-LPLP" in statement and "e^2.0000004" in statement
     assert "histogram (1, 0.1000001)" in statement
-    assert f"This record's spend: {release.guarantee(3).spend!r}" in statement
+    # Summed in decimal from the numbers shown: the binary sum reads 2.1000004999999997,
+    # less than 2.0000004 + 0.1000001.
+    assert "This record's spend: 2.1000005 (2.0000004 for 1 release" in statement
+    three = dataclasses.replace(LPLPRelease([0, 0, 1, 1], epsilon=0.1).guarantee(3), releases=3)
+    assert three.spend == 0.30000000000000004
+    assert "in all of them (1, 0.3)-LPLP" in three.statement
+    assert "This record's spend: 0.3 (3 releases x 0.1)" in three.statement
 
 
 def test_lplp_records_read_back_checked():

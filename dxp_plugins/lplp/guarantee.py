@@ -25,6 +25,7 @@ from ..guarantee import (
     merged,
     number,
     read_record,
+    total,
 )
 from .calibration import CALIBRATIONS
 
@@ -77,6 +78,7 @@ class LPLPGuarantee:
     def statement(self) -> str:
         """One paragraph a user can read."""
         eps, n = number(self.epsilon), self.n_changes
+        release_spend = total(self.epsilon, self.releases)
         vectors = (
             f"two count vectors differing by at most {n} in total (L1) give outputs within a "
             f"factor e^{eps}"
@@ -86,7 +88,7 @@ class LPLPGuarantee:
                 f"LPLP: {counted(self.releases, 'release')} of "
                 f"{counted(self.documents, 'document')} in all; each release of a document is "
                 f"({n}, {eps})-LPLP: {vectors}; a document in k of the releases is "
-                f"({n}, k*{eps})-LPLP, in all of them ({n}, {number(self.release_spend)})-LPLP. "
+                f"({n}, k*{eps})-LPLP, in all of them ({n}, {release_spend})-LPLP. "
             )
         else:
             each = (
@@ -110,13 +112,14 @@ class LPLPGuarantee:
             text += (
                 f" A DP corpus histogram ({n}, {histogram}) "
                 f"was released centrally for the grouping/weights: documents in that corpus "
-                f"spend {histogram} more. This record's spend: {number(self.spend)} "
-                f"({number(self.release_spend)} for {counted(self.releases, 'release')} + "
+                f"spend {histogram} more. This record's spend: "
+                f"{total(self.epsilon, self.releases, self.histogram_epsilon)} "
+                f"({release_spend} for {counted(self.releases, 'release')} + "
                 f"{histogram} for the histogram, once)."
             )
         elif self.releases > 1:
             text += (
-                f" This record's spend: {number(self.spend)} "
+                f" This record's spend: {release_spend} "
                 f"({counted(self.releases, 'release')} x {eps})."
             )
         return text
