@@ -454,9 +454,7 @@ class Accountant:
         if unit is not None and self.unit is not None and unit != self.unit:
             raise ValueError(
                 f"this Accountant sums epsilon per {self.unit}; a release measured per "
-                f"{unit} cannot be added to it. Keep one Accountant per metric and "
-                "embeddings, or convert epsilon with "
-                "dxp_plugins.calibration.equivalent_epsilon"
+                f"{unit} cannot be added to it. {_one_ledger_each(self.unit, unit)}"
             )
         if self.cap is not None and self.spent + spend > self.cap * (1 + 1e-12):
             raise BudgetExceededError(
@@ -495,6 +493,19 @@ class Accountant:
         if self.cap is not None and self.is_copy:
             cap += ", a copy: refuses charges"
         return f"Accountant(spent={number(self.spent)}, releases={self.releases}, {cap})"
+
+
+def _one_ledger_each(unit: str, other: str) -> str:
+    """What to do instead of adding releases in ``other`` to a ledger in ``unit``."""
+    lplp = ("LPLP" in unit) + ("LPLP" in other)
+    if lplp == 2:
+        return "Keep one Accountant per n_changes (N)."
+    if lplp == 1:
+        return "Keep one Accountant for word-level releases and one for LPLP releases."
+    return (
+        "Keep one Accountant per metric and embeddings, or convert epsilon with "
+        "dxp_plugins.calibration.equivalent_epsilon."
+    )
 
 
 def _is_amount(value: Any) -> bool:

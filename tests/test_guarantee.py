@@ -251,6 +251,26 @@ def test_an_accountant_adds_spend_in_one_unit_only(glove_5k):
         assert accountant.spent == 10.0 and accountant.releases == 2
 
 
+def test_a_refused_unit_says_what_to_keep_apart(glove_5k):
+    """An LPLP ledger refusing another N once advised equivalent_epsilon, a word-level tool."""
+    from dxp_plugins.lplp.release import LPLPRelease
+
+    counts = np.array([[1, 2, 0, 1]])
+    accountant = Accountant()
+    LPLPRelease([0, 0, 1, 1], epsilon=1.0, accountant=accountant).release(counts)
+    with pytest.raises(ValueError, match=r"cannot be added to it\. Keep one Accountant per n_c"):
+        LPLPRelease([0, 0, 1, 1], epsilon=1.0, n_changes=2, accountant=accountant).release(counts)
+    with pytest.raises(ValueError, match="Accountant for word-level releases and one for LPLP"):
+        dxp.Madlib(glove_5k, 1.0, accountant=accountant).privatize_ids([0])
+    words = Accountant()
+    dxp.Madlib(glove_5k, 1.0, accountant=words).privatize_ids([0])
+    with pytest.raises(ValueError, match="Accountant for word-level releases and one for LPLP"):
+        LPLPRelease([0, 0, 1, 1], epsilon=1.0, accountant=words).release(counts)
+    with pytest.raises(ValueError, match="per metric and embeddings, or convert"):
+        dxp.BRR(glove_5k, epsilon=0.5, accountant=words).privatize_ids([0])
+    assert accountant.releases == words.releases == 1
+
+
 def test_tables_of_different_files_under_one_name_are_different_units(glove_5k):
     accountant = Accountant()
     dxp.Madlib(glove_5k.most_frequent(100), 1.0, accountant=accountant).privatize_ids([0])
