@@ -100,6 +100,12 @@ class Guarantee:
     punctuation (:data:`dxp_plugins.text.PUNCTUATION`). For a mechanism called directly
     every token passed through is a word (it privatizes every token it is given).
 
+    ``max_document_tokens`` is the most tokens privatized in one of the per-document
+    records merged into this one (every door makes one record per document; a mechanism
+    call is one document), or None when that is ``tokens_privatized`` (a single document):
+    ``max_document_spend`` bounds what any one document spent. Records written before it
+    existed read back as None, which overstates, never understates, that bound.
+
     Every field is checked when a record is built (:meth:`from_dict` included): a record
     with a negative, NaN or non-numeric epsilon or count, or an unknown RNG mode or OOV
     policy, would state or total a spend that no release made (TypeError/ValueError), and
@@ -117,6 +123,7 @@ class Guarantee:
     rng: str
     words_passed_through: int = 0
     releases: int = 1
+    max_document_tokens: int | None = None
     selection: str = ALL_WORDS
     library_version: str = field(default_factory=_library_version)
 
@@ -130,11 +137,27 @@ class Guarantee:
                 f"exceed tokens_passed_through ({self.tokens_passed_through}): the words "
                 "released raw are some of the tokens passed through"
             )
+        if self.max_document_tokens is not None:
+            check_record(self, (), (), ("max_document_tokens",))
+            if self.max_document_tokens > self.tokens_privatized:
+                raise ValueError(
+                    f"guarantee field max_document_tokens ({self.max_document_tokens}) must not "
+                    f"exceed tokens_privatized ({self.tokens_privatized})"
+                )
+            if self.max_document_tokens == self.tokens_privatized:  # one form per record
+                object.__setattr__(self, "max_document_tokens", None)
 
     @property
     def spend(self) -> float:
         """``epsilon * tokens_privatized``: the bound per unit of per-token distance."""
         return self.epsilon * self.tokens_privatized
+
+    @property
+    def max_document_spend(self) -> float:
+        """``epsilon`` times the most tokens privatized in one document: what any one
+        document spent, the figure to quote when one document is one person (``spend``
+        bounds changing every document of the release at once)."""
+        return self.epsilon * _most_tokens(self)
 
     @property
     def statement(self) -> str:
@@ -151,7 +174,8 @@ class Guarantee:
         text = (
             f"{self.mechanism}: {each} "
             f"{number(self.epsilon)}*d-private for d = {unit} "
-            f"(total {total(self.epsilon, self.tokens_privatized)} per unit distance); "
+            f"(total {total(self.epsilon, self.tokens_privatized)} per unit distance"
+            f"{self._most_in_one()}); "
             f"{counted(self.tokens_passed_through, 'token')} "
             f"passed through unchanged{self._raw_words()}; noise {self.rng}."
         )
@@ -170,6 +194,14 @@ class Guarantee:
             )
         return text
 
+    def _most_in_one(self) -> str:
+        """``"; at most 39 tokens, 230.1, in one document"`` when a merged record's largest
+        release privatized fewer tokens than all of them ("" otherwise)."""
+        most = self.max_document_tokens
+        if most is None:
+            return ""
+        return f"; at most {counted(most, 'token')}, {total(self.epsilon, most)}, in one document"
+
     def _raw_words(self) -> str:
         """``" (2 of them words released raw)"`` after the tokens passed through ("" for
         none)."""
@@ -181,9 +213,9 @@ class Guarantee:
         return f" ({words} of them {'a word' if words == 1 else 'words'} released raw)"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, with the derived ``spend`` and ``statement`` included
-        (``words_passed_through`` right after ``tokens_passed_through``, which it is part
-        of)."""
+        """A JSON-ready dict, with the derived ``spend``, ``max_document_spend`` and
+        ``statement`` included (``words_passed_through`` right after
+        ``tokens_passed_through``, which it is part of)."""
         fields = dataclasses.asdict(self)
         record: dict[str, Any] = {}
         for key, value in fields.items():
@@ -192,6 +224,7 @@ class Guarantee:
             if key == "tokens_passed_through":
                 record["words_passed_through"] = fields["words_passed_through"]
         record["spend"] = self.spend
+        record["max_document_spend"] = self.max_document_spend
         record["statement"] = self.statement
         return record
 
@@ -207,14 +240,19 @@ class Guarantee:
         record states it with this version's wording).
         """
         return read_record(
-            cls, record, ("spend",), required=("library_version", "words_passed_through")
+            cls,
+            record,
+            ("spend", "max_document_spend"),
+            required=("library_version", "words_passed_through"),
         )
 
     def merge(self, other: Guarantee) -> Guarantee:
         """The guarantee of both releases together (same mechanism settings and library
         version only; TypeError for a record of another kind)."""
         counts = ("tokens_privatized", "tokens_passed_through", "words_passed_through", "releases")
-        return merged(self, other, counts, "guarantees")
+        record = merged(self, other, counts, "guarantees", largest=("max_document_tokens",))
+        most = max(_most_tokens(self), _most_tokens(other))
+        return dataclasses.replace(record, max_document_tokens=most)
 
     def add_passed_through(self, count: int, words: int = 0) -> Guarantee:
         """This guarantee with ``count`` more tokens passed through unchanged, ``words`` of
@@ -232,6 +270,12 @@ class Guarantee:
         for guarantee in guarantees:
             total = guarantee if total is None else total.merge(guarantee)
         return total
+
+
+def _most_tokens(record: Guarantee) -> int:
+    """The most tokens privatized in one document of ``record``."""
+    most = record.max_document_tokens
+    return record.tokens_privatized if most is None else most
 
 
 _TEXT_FIELDS = (
@@ -324,10 +368,12 @@ def read_record(
     return loaded
 
 
-def merged(record: Any, other: Any, counts: tuple[str, ...], kind: str) -> Any:
+def merged(
+    record: Any, other: Any, counts: tuple[str, ...], kind: str, largest: tuple[str, ...] = ()
+) -> Any:
     """``record`` with ``other``'s ``counts`` added: TypeError unless ``other`` is a record of
     the same type, ValueError naming the first other field on which they differ (``kind``
-    names the records in the message)."""
+    names the records in the message) but ``largest`` (which the caller sets)."""
     if type(other) is not type(record):
         raise TypeError(
             f"cannot merge a {type(record).__name__} with a {type(other).__name__}: "
@@ -335,7 +381,7 @@ def merged(record: Any, other: Any, counts: tuple[str, ...], kind: str) -> Any:
         )
     for item in dataclasses.fields(record):
         key = item.name
-        if key not in counts and getattr(record, key) != getattr(other, key):
+        if key not in (*counts, *largest) and getattr(record, key) != getattr(other, key):
             raise ValueError(f"cannot merge {kind} with different {key}")
     return dataclasses.replace(
         record, **{key: getattr(record, key) + getattr(other, key) for key in counts}

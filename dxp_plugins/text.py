@@ -452,7 +452,7 @@ def _privatize_long(text: str, mechanism: Mechanism, position: int) -> PrivateTe
     assert total is not None  # the text is not blank, so some piece is not
     if total.tokens_privatized != charged:  # the same tokenizer on the same pieces
         raise RuntimeError("a long text's pieces privatized other tokens than were charged")
-    total = dataclasses.replace(total, releases=1)
+    total = dataclasses.replace(total, releases=1, max_document_tokens=None)  # one document
     mechanism.last_guarantee = total
     return PrivateText("".join(parts), total)
 
