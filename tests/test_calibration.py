@@ -148,6 +148,19 @@ def test_a_bracketed_maximum_warns_when_it_converts_epsilon(glove_2k):
     calibration.equivalent_epsilon(10.0, ratio)  # the average is unaffected: no warning
 
 
+def test_one_metric_on_one_table_warns_that_the_ratio_is_one(glove_2k):
+    """Madlib and TEM on one table: R = 1, so 'TEM's epsilon matching Madlib's' was Madlib's
+    own, silently, though the two behave very differently at it (review 14, F5)."""
+    madlib, tem = dxp.Madlib(glove_2k, 5.0), dxp.TEM(glove_2k, 5.0)
+    with pytest.warns(UserWarning, match="R is 1 .* calibrate each by plausible deniability"):
+        ratio = calibration.privacy_ratio(madlib, tem, n_pairs=2000, random_state=0)
+    assert ratio.paired and ratio.average == pytest.approx(1.0, rel=1e-9)
+    # Another metric on the same table, or BRR's codes of it, are what the ratio is for.
+    manhattan = dxp.TEM(glove_2k, 5.0, metric="manhattan")
+    calibration.privacy_ratio(madlib, manhattan, n_pairs=2000, random_state=0)
+    calibration.privacy_ratio(madlib, dxp.BRR(glove_2k, 1.0), n_pairs=2000, random_state=0)
+
+
 def test_unpaired_spaces(glove_5k, glove_2k):
     ratio = calibration.privacy_ratio(
         glove_5k.most_frequent(500), glove_2k, metric_b="manhattan", n_pairs=5000, random_state=2

@@ -49,7 +49,8 @@ def privacy_ratio(
 
     When both spaces share a vocabulary (e.g. Madlib on a table and BRR on its codes) the
     same sampled pairs serve both, and the interval of the average ratio uses the delta
-    method with their covariance; otherwise the samples are independent.
+    method with their covariance; otherwise the samples are independent. Two spaces that
+    are one metric on one table (Madlib and TEM on it) warn: R is 1 by construction.
     """
     space_a, space_b = _space(a, metric_a), _space(b, metric_b)
     n_pairs = check_int(n_pairs, "n_pairs", minimum=2)
@@ -62,6 +63,14 @@ def privacy_ratio(
     else:
         ib, jb, exact_b = _sample_pairs(space_b.size, n_pairs, rng)
     values_a, values_b = space_a.pairs(i, j), space_b.pairs(ib, jb)
+    if paired and np.allclose(values_a, values_b, rtol=1e-9, atol=0.0):
+        warn(
+            f"both spaces give the same {space_a.metric} distances on the same words: R is 1 "
+            "and the equivalent epsilon is epsilon itself. The ratio translates epsilon "
+            "between metrics; to compare mechanisms in one metric (Madlib and TEM), "
+            "calibrate each by plausible deniability (choose_epsilon)",
+            UserWarning,
+        )
     sa = _summarise(space_a, values_a, bool(exact_a), confidence, max_work)
     sb = _summarise(space_b, values_b, bool(exact_b), confidence, max_work)
     if sb.average <= 0 or sb.maximum <= 0:
