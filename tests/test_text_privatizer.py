@@ -105,6 +105,10 @@ def test_every_parameter_of_the_release_needs_a_new_fit(glove_5k, change):
     step.fit(TEXTS).set_params(**change)
     with pytest.raises(ValueError, match="parameters changed since fit; call fit again"):
         step.transform(TEXTS)
+    if "privatize_at" in change:  # fitted by fit: the texts come back raw, with a warning
+        with pytest.warns(dxp.PrivacyWarning, match="privatizes nothing"):
+            assert step.fit(TEXTS).transform(TEXTS) == TEXTS
+        return
     assert len(step.fit(TEXTS).transform(TEXTS)) == 3
 
 
@@ -271,6 +275,19 @@ def test_training_time_setting_privatizes_fit_only(glove_5k):
     assert step.transform([b"hockey", "ice"]) == ["hockey", "ice"]
     with pytest.raises(TypeError, match="text 1 must be str"):
         step.transform(["hockey", 3])
+
+
+def test_fit_then_transform_under_the_training_time_setting_warns(glove_5k):
+    """fit(X).transform(X) returned X itself, silently, where fit_transform(X) privatizes it
+    (review 14, F6): fit privatizes nothing, so the texts out are all raw."""
+    step = TextPrivatizer(epsilon=1.0, embeddings=glove_5k, privatize_at="fit")
+    with pytest.warns(dxp.PrivacyWarning, match="fitted by fit\\(\\), which privatizes nothing"):
+        assert step.fit(["hockey team"]).transform(["hockey team"]) == ["hockey team"]
+    assert step.last_guarantee_ is None and step.accountant_.spent == 0
+    step.fit_transform(["hockey team"])  # what Pipeline.fit calls: later transforms are
+    assert step.transform(["hockey"]) == ["hockey"]  # the test-time half, no warning
+    restored = pickle.loads(pickle.dumps(step))
+    assert restored.transform(["hockey"]) == ["hockey"]
 
 
 SENTIMENT = ["good great wonderful fun movie", "bad awful boring terrible film"] * 12

@@ -33,6 +33,7 @@ from sklearn.utils.validation import _check_feature_names_in, _get_feature_names
 from .._random import RandomSource
 from .._validation import check_choice, check_int, check_text
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
+from ..errors import PrivacyWarning, warn
 from ..guarantee import Accountant, Guarantee
 from ..mechanisms.base import Mechanism
 from ..text import check_texts, privatize_texts
@@ -68,7 +69,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         None (secure, default) or an int seed (reproducible; not for private releases).
     privatize_at:
         ``"always"`` (default) or ``"fit"``: privatize in ``fit_transform`` only; ``transform``
-        then returns the texts unchanged and sets ``last_guarantee_`` to None.
+        then returns the texts unchanged and sets ``last_guarantee_`` to None (with a
+        PrivacyWarning when the estimator was fitted by ``fit``, which privatizes nothing:
+        ``fit(X).transform(X)`` is not ``fit_transform(X)`` here).
     batch_size:
         Texts per mechanism call (default 1000, as spaCy's ``nlp.pipe``: one seed then
         gives the same words through every door; the seeded draws of every mechanism depend
@@ -159,6 +162,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         self.mechanism_ = fitted.door.build_mechanism(self.random_source_, self.accountant_)
         self.embeddings_fingerprint_ = self.mechanism_.embeddings.fingerprint
         self.last_guarantee_: Guarantee | None = None
+        self._released_at_fit = False  # set by fit_transform
         return self
 
     def transform(self, X: Iterable[str]) -> list[str]:
@@ -168,6 +172,13 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         if self._fit_settings() != self.settings_:
             raise ValueError("parameters changed since fit; call fit again")
         if self.settings_.privatize_at == "fit":
+            if not getattr(self, "_released_at_fit", True):
+                warn(
+                    'privatize_at="fit": transform returns the texts unchanged, and this '
+                    "TextPrivatizer was fitted by fit(), which privatizes nothing: use "
+                    "fit_transform (as Pipeline.fit does) for private training texts",
+                    PrivacyWarning,
+                )
             texts = [check_text(text, f"text {i}") for i, text in enumerate(X)]
             self.last_guarantee_ = None  # raw text out: no guarantee describes it
             return texts
@@ -184,7 +195,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         documents = _documents(X)  # once: X may be a generator
         # An array or table is read again by fit (its shape and column name), an iterator not.
         self.fit(X if hasattr(X, "shape") else documents, y)
-        return self._privatize(documents)
+        private = self._privatize(documents)
+        self._released_at_fit = True
+        return private
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """One text column in, the same column out (names pass through, so ``Pipeline``
