@@ -508,6 +508,49 @@ class Accountant:
                 f"{number(self.cap)} ({number(self.spent)} already spent)"
             )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The ledger as a JSON-ready dict (``spent``, ``tokens_privatized``, ``releases``,
+        ``unit``, ``cap``), for :meth:`resume` in a later session."""
+        with self._lock:
+            return {
+                "spent": self._spent,
+                "tokens_privatized": self._tokens_privatized,
+                "releases": self._releases,
+                "unit": self._unit,
+                "cap": self._cap,
+            }
+
+    @classmethod
+    def resume(cls, record: Mapping[str, Any]) -> Accountant:
+        """A ledger that owns its cap again, starting from a :meth:`to_dict` record (a
+        pickled accountant is a copy that refuses capped charges). Resume a ledger once, and
+        only after everything that charged it has stopped: two live ledgers would each hold
+        the cap alone, and their total could exceed it. Unknown or missing keys and values
+        that no ledger holds are refused."""
+        if not isinstance(record, Mapping):
+            raise TypeError(f"an accountant record must be a dict, got {type(record).__name__}")
+        keys = {"spent", "tokens_privatized", "releases", "unit", "cap"}
+        if set(record) != keys:
+            wrong = sorted(map(str, set(record) ^ keys))
+            raise ValueError(f"an accountant record has exactly {sorted(keys)}; not {wrong}")
+        spent, unit = record["spent"], record["unit"]
+        if not _is_amount(spent):
+            raise ValueError(f"spent must be a finite number >= 0, got {spent!r}")
+        for name in ("tokens_privatized", "releases"):
+            value = record[name]
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        if not (unit is None or isinstance(unit, str)):
+            raise TypeError(f"unit must be a str or None, got {type(unit).__name__}")
+        if unit is not None and record["releases"] == 0:
+            raise ValueError("a ledger without releases has no unit")
+        ledger = cls(cap=record["cap"])
+        ledger._spent = float(spent)
+        ledger._tokens_privatized = int(record["tokens_privatized"])
+        ledger._releases = int(record["releases"])
+        ledger._unit = unit
+        return ledger
+
     @property
     def is_copy(self) -> bool:
         """True for a pickled copy or in a forked child: the original never hears of its

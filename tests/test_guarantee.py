@@ -496,3 +496,54 @@ def test_a_fork_while_a_lock_is_held_leaves_the_child_working():
     os.waitpid(pid, 0)
     assert ready and os.read(read, 2) == b"ok", "the forked child hung on a copied lock"
     os.close(read)
+
+
+def test_an_accountant_is_saved_and_resumed(glove_5k):
+    """Review 14, F4: a pickled accountant is a copy that refuses capped charges, and the
+    constructor takes no earlier spend, so a budget could not be carried across sessions."""
+    import json
+
+    ledger = Accountant(cap=10.0)
+    dxp.Madlib(glove_5k, 2.0, accountant=ledger).privatize_ids([0, 1, 2])
+    saved = json.loads(json.dumps(ledger.to_dict()))
+    assert saved == {
+        "spent": 6.0,
+        "tokens_privatized": 3,
+        "releases": 1,
+        "unit": ledger.unit,
+        "cap": 10.0,
+    }
+    resumed = Accountant.resume(saved)
+    assert not resumed.is_copy and resumed.remaining == 4.0 and resumed.unit == ledger.unit
+    madlib = dxp.Madlib(glove_5k, 2.0, accountant=resumed)
+    madlib.privatize_ids([0, 1])
+    with pytest.raises(dxp.BudgetExceededError, match="cap 10 \\(10 already spent\\)"):
+        madlib.privatize_ids([0, 1])  # the cap holds across sessions
+    with pytest.raises(ValueError, match="cannot be added"):
+        dxp.BRR(glove_5k, 1.0, accountant=resumed).privatize_ids([0])  # so does the unit
+    assert (resumed.spent, resumed.tokens_privatized, resumed.releases) == (10.0, 5, 2)
+    assert Accountant.resume(Accountant().to_dict()).to_dict()["releases"] == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"spent": -1.0}, ValueError),
+        ({"spent": float("nan")}, ValueError),
+        ({"spent": True}, ValueError),
+        ({"releases": -1}, ValueError),
+        ({"tokens_privatized": 1.5}, ValueError),
+        ({"unit": 3}, TypeError),
+        ({"cap": -1.0}, ValueError),
+        ({"releases": 0, "unit": "u"}, ValueError),
+        ({"extra": 1}, ValueError),
+    ],
+)
+def test_a_resumed_record_is_checked(change, error):
+    record = {"spent": 1.0, "tokens_privatized": 1, "releases": 1, "unit": "u", "cap": None}
+    with pytest.raises(error):
+        Accountant.resume({**record, **change})
+    with pytest.raises(ValueError, match="exactly"):
+        Accountant.resume({key: value for key, value in record.items() if key != "cap"})
+    with pytest.raises(TypeError):
+        Accountant.resume([("spent", 1.0)])
