@@ -424,6 +424,7 @@ class Accountant:
         self._spent = 0.0
         self._tokens_privatized = 0
         self._releases = 0
+        self._words_released_raw = 0
         self._unit: str | None = None
 
     @property
@@ -455,6 +456,13 @@ class Accountant:
         return self._releases
 
     @property
+    def words_released_raw(self) -> int:
+        """Words the releases charged here let out raw and unprotected (``oov="passthrough"``,
+        words a restricted selection left out): they spend nothing, so only this count
+        shows them (read-only; the doors add to it through :meth:`record_raw`)."""
+        return self._words_released_raw
+
+    @property
     def unit(self) -> str | None:
         """What the ledger's epsilon is per, fixed by the first release (read-only)."""
         return self._unit
@@ -477,6 +485,13 @@ class Accountant:
             self._releases += 1
             if unit is not None:
                 self._unit = unit
+
+    def record_raw(self, words: int) -> None:
+        """Count ``words`` released raw beside a release (no spend, so never refused)."""
+        if isinstance(words, bool) or not isinstance(words, numbers.Integral) or words < 0:
+            raise ValueError(f"words must be an int >= 0, got {words!r}")
+        with self._lock:
+            self._words_released_raw += int(words)
 
     def check(self, spend: float, unit: str | None = None) -> None:
         """Raise what :meth:`charge` would raise for ``spend``, charging nothing (a release
@@ -510,12 +525,13 @@ class Accountant:
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger as a JSON-ready dict (``spent``, ``tokens_privatized``, ``releases``,
-        ``unit``, ``cap``), for :meth:`resume` in a later session."""
+        ``words_released_raw``, ``unit``, ``cap``), for :meth:`resume` in a later session."""
         with self._lock:
             return {
                 "spent": self._spent,
                 "tokens_privatized": self._tokens_privatized,
                 "releases": self._releases,
+                "words_released_raw": self._words_released_raw,
                 "unit": self._unit,
                 "cap": self._cap,
             }
@@ -529,14 +545,14 @@ class Accountant:
         that no ledger holds are refused."""
         if not isinstance(record, Mapping):
             raise TypeError(f"an accountant record must be a dict, got {type(record).__name__}")
-        keys = {"spent", "tokens_privatized", "releases", "unit", "cap"}
+        keys = {"spent", "tokens_privatized", "releases", "words_released_raw", "unit", "cap"}
         if set(record) != keys:
             wrong = sorted(map(str, set(record) ^ keys))
             raise ValueError(f"an accountant record has exactly {sorted(keys)}; not {wrong}")
         spent, unit = record["spent"], record["unit"]
         if not _is_amount(spent):
             raise ValueError(f"spent must be a finite number >= 0, got {spent!r}")
-        for name in ("tokens_privatized", "releases"):
+        for name in ("tokens_privatized", "releases", "words_released_raw"):
             value = record[name]
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
@@ -548,6 +564,7 @@ class Accountant:
         ledger._spent = float(spent)
         ledger._tokens_privatized = int(record["tokens_privatized"])
         ledger._releases = int(record["releases"])
+        ledger._words_released_raw = int(record["words_released_raw"])
         ledger._unit = unit
         return ledger
 
@@ -569,7 +586,7 @@ class Accountant:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state = {"_unit": None, "_owner_pid": -1, **state}
+        state = {"_unit": None, "_owner_pid": -1, "_words_released_raw": 0, **state}
         for name in ("cap", "spent", "tokens_privatized", "releases", "unit"):
             if name in state:  # pickled when these were plain attributes
                 state[f"_{name}"] = state.pop(name)
@@ -581,7 +598,9 @@ class Accountant:
         cap = "no cap" if self.cap is None else f"cap={number(self.cap)}"
         if self.cap is not None and self.is_copy:
             cap += ", a copy: refuses charges"
-        return f"Accountant(spent={number(self.spent)}, releases={self.releases}, {cap})"
+        raw = self.words_released_raw
+        raw_words = f", {counted(raw, 'word')} released raw" if raw else ""
+        return f"Accountant(spent={number(self.spent)}, releases={self.releases}{raw_words}, {cap})"
 
 
 def _one_ledger_each(unit: str, other: str) -> str:

@@ -271,6 +271,7 @@ def privatize_tokenized(
         else mechanism._privatize_batch(chosen, charged=_charged)
     )
     results: list[tuple[list[str], Guarantee]] = []
+    left_out = 0  # words the selection released raw, for the ledger
     for doc, replaced, guarantee in zip(documents, private, guarantees, strict=True):
         out = list(doc.words)
         replacements = iter(replaced)
@@ -287,6 +288,9 @@ def privatize_tokenized(
         if selection is not None:
             guarantee = dataclasses.replace(guarantee, selection=selection)
         results.append((out, guarantee))
+        left_out += raw_words
+    if left_out:
+        mechanism.accountant.record_raw(left_out)
     return results
 
 

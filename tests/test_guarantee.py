@@ -510,6 +510,7 @@ def test_an_accountant_is_saved_and_resumed(glove_5k):
         "spent": 6.0,
         "tokens_privatized": 3,
         "releases": 1,
+        "words_released_raw": 0,
         "unit": ledger.unit,
         "cap": 10.0,
     }
@@ -533,6 +534,7 @@ def test_an_accountant_is_saved_and_resumed(glove_5k):
         ({"spent": True}, ValueError),
         ({"releases": -1}, ValueError),
         ({"tokens_privatized": 1.5}, ValueError),
+        ({"words_released_raw": -2}, ValueError),
         ({"unit": 3}, TypeError),
         ({"cap": -1.0}, ValueError),
         ({"releases": 0, "unit": "u"}, ValueError),
@@ -540,7 +542,14 @@ def test_an_accountant_is_saved_and_resumed(glove_5k):
     ],
 )
 def test_a_resumed_record_is_checked(change, error):
-    record = {"spent": 1.0, "tokens_privatized": 1, "releases": 1, "unit": "u", "cap": None}
+    record = {
+        "spent": 1.0,
+        "tokens_privatized": 1,
+        "releases": 1,
+        "words_released_raw": 0,
+        "unit": "u",
+        "cap": None,
+    }
     with pytest.raises(error):
         Accountant.resume({**record, **change})
     with pytest.raises(ValueError, match="exactly"):

@@ -210,3 +210,39 @@ def test_the_cli_report_records_the_raw_words(tmp_path, capsys, monkeypatch):
         "6 tokens passed through unchanged (1 of them a word released raw)"
         in (written["statement"])
     )
+
+
+# -- the ledger ------------------------------------------------------------------------------
+def test_the_accountant_counts_the_words_released_raw(monkeypatch, glove_5k):
+    """Review 14, F2: words released raw spend nothing, so a ledger with thousands of them
+    looked like a fully private one. Every door adds them to the ledger, once: the OOV words
+    where the mechanism passes them through, the unselected words where the text path does."""
+    register(monkeypatch, "token_filters", "long.v1", lambda token: len(token) > 4)
+    from dxp_plugins.doors import DoorSettings
+
+    select = DoorSettings.create(epsilon=1.0, token_filter="long.v1").selector()
+    ledger = dxp.Accountant()
+    mech = passthrough(dxp.Madlib, glove_5k, accountant=ledger)
+    texts = [f"the {OOV} keys , please !", "  ", "the team won"]
+    results = list(privatize_texts(texts, mech, select=select))
+    raw = sum(result.guarantee.words_passed_through for result in results)
+    assert raw == 3 + 3 and ledger.words_released_raw == raw
+    mech.privatize_batch([[OOV, "the"], ["team"]])  # a mechanism called directly
+    assert ledger.words_released_raw == raw + 1
+    assert "7 words released raw" in repr(ledger)
+    assert dxp.Accountant.resume(ledger.to_dict()).words_released_raw == 7
+    private = dxp.Accountant()
+    list(privatize_texts(texts, dxp.Madlib(glove_5k, 300.0, accountant=private)))
+    assert private.words_released_raw == 0 and "raw" not in repr(private)
+    with pytest.raises(ValueError, match="words must be an int"):
+        ledger.record_raw(-1)
+
+
+def test_the_doors_ledgers_count_the_raw_words(glove_5k):
+    ledger = dxp.Accountant()
+    step = dxp.TextPrivatizer(
+        epsilon=300.0, embeddings=glove_5k, oov="passthrough", accountant=ledger
+    )
+    with pytest.warns(dxp.PrivacyWarning, match="passthrough"):
+        step.fit_transform([f"{OOV} , . ! the", "team ( )", f"{OOV} {OOV}"])
+    assert ledger.words_released_raw == step.last_guarantee_.words_passed_through == 3

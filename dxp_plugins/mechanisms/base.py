@@ -255,6 +255,7 @@ class Mechanism(ABC):
         if not released.all():
             passed = np.flatnonzero(~released)
             output[passed] = [flat[i] for i in passed.tolist()]
+            self.accountant.record_raw(len(passed))  # OOV words under oov="passthrough"
         bounds = np.r_[0, np.cumsum(lengths)]
         doc_released = np.diff(np.r_[0, np.cumsum(released)][bounds])
         outputs = [output[bounds[i] : bounds[i + 1]].tolist() for i in range(len(docs))]
