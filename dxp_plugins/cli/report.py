@@ -9,11 +9,12 @@ import os
 from dataclasses import dataclass
 from typing import IO, Any
 
+from ..guarantee import _most_tokens
 from .process import CLIError, _say
 from .targets import _replacing
 
 #: The fields :meth:`_Released.write` counts a batch into.
-_TALLY = ("documents", "cut", "uncertain", "total", "most_tokens", "most_spend")
+_TALLY = ("documents", "cut", "uncertain", "total")
 
 
 @dataclass
@@ -26,9 +27,7 @@ class _Released:
     documents: int = 0  # documents whose bytes reached the output
     cut: bool = False  # the last of them only in part (a write failed within it)
     uncertain: int = 0  # documents a write interrupted by a signal may have written
-    total: Any = None  # the merged Guarantee of the documents listed
-    most_tokens: int = 0  # the most tokens privatized in one of them
-    most_spend: float = 0.0  # the largest spend of one of them
+    total: Any = None  # the merged Guarantee of the documents listed (with their largest)
     finished: bool = False  # every document was written
     report: str | None = None  # where the partial report went
     report_failed: bool = False
@@ -85,8 +84,6 @@ class _Released:
                 break
             start = end
             self.total = guarantee if self.total is None else self.total.merge(guarantee)
-            self.most_tokens = max(self.most_tokens, guarantee.tokens_privatized)
-            self.most_spend = max(self.most_spend, guarantee.spend)
 
     def note(self) -> str:
         """The end of an error line: what was already released."""
@@ -134,8 +131,8 @@ def _write_report(
         "documents": run.listed,
         "complete": complete,
         # The largest document: the bound when one document is one person's.
-        "max_tokens_per_document": run.most_tokens,
-        "max_document_spend": run.most_spend,
+        "max_tokens_per_document": _most_tokens(guarantee),
+        "max_document_spend": guarantee.max_document_spend,
         "statement": guarantee.statement,
         "guarantee": guarantee.to_dict(),
         # JSONL fields written unchanged by --keep-fields ("*": all but --field).
