@@ -42,6 +42,7 @@ __all__ = [
     "blank_pipeline",
     "check_texts",
     "detokenize",
+    "privatize_all",
     "privatize_text",
     "privatize_texts",
     "privatize_tokenized",
@@ -335,12 +336,47 @@ def _privatize_stream(
     batch_size: int,
     select: Selector | None,
     nlp: Any,
+    charged: float | None = None,
 ) -> Iterator[PrivateText]:
+    """``charged``: the epsilon at which the caller charged every text's tokens already
+    (:func:`privatize_all`): sampled at it, charged nothing more."""
     for start, group, long in _plan(texts, batch_size, select, nlp):
         if long:
-            yield _privatize_long(group[0], mechanism, start)
+            yield _privatize_long(group[0], mechanism, start, charged)
         else:
-            yield from _privatize_batch(group, mechanism, select, nlp, start)
+            yield from _privatize_batch(group, mechanism, select, nlp, start, charged)
+
+
+def privatize_all(
+    texts: Iterable[str | bytes],
+    mechanism: Mechanism,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    select: Selector | None = None,
+    nlp: Any = None,
+) -> list[PrivateText]:
+    """:func:`privatize_texts` all at once, all or nothing: what would refuse a later batch
+    (an OOV token under ``oov="raise"``, a text too long for ``nlp``, the accountant's cap,
+    even with other threads charging it) refuses the call before any noise is drawn.
+
+    With a capped accountant the texts are tokenized (tagged, with ``nlp``) once to count
+    their tokens, which are charged as one release, then privatized batch by batch at that
+    epsilon; without a cap :func:`check_texts` runs first and the batches charge as they go
+    (nothing can refuse them then). Every output is held in memory: for a stream, use
+    :func:`privatize_texts`."""
+    if isinstance(texts, str | bytes | bytearray):
+        raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
+    texts = list(texts)  # read twice: counted, then privatized
+    tokens = _checked(texts, mechanism, batch_size, select, nlp)
+    if mechanism.accountant.cap is None or tokens is None:
+        return list(
+            privatize_texts(texts, mechanism, batch_size=batch_size, select=select, nlp=nlp)
+        )
+    epsilon = mechanism._reserve(tokens)  # one charge: a refusal comes before any noise
+    results = list(_privatize_stream(texts, mechanism, batch_size, select, nlp, epsilon))
+    if sum(result.guarantee.tokens_privatized for result in results) != tokens:
+        raise RuntimeError("the texts privatized other tokens than were charged")
+    return results
 
 
 def _plan(
@@ -389,6 +425,21 @@ def check_texts(
     to :func:`privatize_texts`."""
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text")
+    charged = _checked(texts, mechanism, batch_size, select, nlp)
+    if charged:  # what the batches would charge in all, in the unit they charge
+        mechanism.accountant.check(mechanism.epsilon * charged, unit=mechanism.ledger_unit)
+
+
+def _checked(
+    texts: Iterable[str | bytes],
+    mechanism: Mechanism,
+    batch_size: int,
+    select: Selector | None,
+    nlp: Any,
+) -> int | None:
+    """:func:`check_texts` but the accountant: raises what the texts would raise midway;
+    returns the tokens privatizing them would charge when it tokenized them (under
+    ``oov="raise"`` or with a capped accountant), else None."""
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if nlp is not None:
         check_english(nlp, "nlp")
@@ -407,8 +458,7 @@ def check_texts(
                 charged += mechanism.check_release(_chosen(docs))
             except OOVError as error:
                 raise _relocated(error, blank, start) from None
-    if charged:  # what the batches would charge in all, in the unit they charge
-        mechanism.accountant.check(mechanism.epsilon * charged, unit=mechanism.ledger_unit)
+    return charged if tokens else None
 
 
 #: Texts longer than this (characters) go through the public tokenizer and the mechanism in
@@ -437,13 +487,19 @@ def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
     yield text[start:]
 
 
-def _privatize_long(text: str, mechanism: Mechanism, position: int) -> PrivateText:
+def _privatize_long(
+    text: str, mechanism: Mechanism, position: int, charged_at: float | None = None
+) -> PrivateText:
     """One long text, piece by piece (default tokenizer and selection only: a tagger needs
     the whole context). One release: the whole text is charged once, before any piece
     draws noise, so what would refuse it (an OOV token under ``oov="raise"``, the
     accountant's cap) refuses it whole; the pieces are then sampled at the epsilon charged,
-    and their records merge into one."""
-    charged, epsilon = _charge_long(text, mechanism, position)
+    and their records merge into one. ``charged_at``: the caller charged it already."""
+    charged: int | None = None  # counted and charged with the caller's texts
+    if charged_at is None:
+        charged, epsilon = _charge_long(text, mechanism, position)
+    else:
+        epsilon = charged_at
     parts: list[str] = []
     total: Guarantee | None = None
     for piece in pieces(text, PIECE_CHARS):
@@ -454,7 +510,7 @@ def _privatize_long(text: str, mechanism: Mechanism, position: int) -> PrivateTe
         parts.append(result.text)
         total = result.guarantee if total is None else total.merge(result.guarantee)
     assert total is not None  # the text is not blank, so some piece is not
-    if total.tokens_privatized != charged:  # the same tokenizer on the same pieces
+    if charged is not None and total.tokens_privatized != charged:  # same tokenizer, pieces
         raise RuntimeError("a long text's pieces privatized other tokens than were charged")
     total = dataclasses.replace(total, releases=1, max_document_tokens=None)  # one document
     mechanism.last_guarantee = total

@@ -215,3 +215,49 @@ def test_text_privatizer_refuses_a_call_before_charging_its_first_batch(table, r
     assert accountant.spent == 0 and accountant.releases == 0
     assert step.last_guarantee_ is None
     assert len(step.transform(texts[:2])) == 2 and accountant.spent == pytest.approx(5.0 * 6)
+
+
+def test_a_capped_call_is_one_charge_so_threads_cannot_starve_each_other(table):
+    """Checking the total and then charging batch by batch let two threads sharing a capped
+    ledger both pass the check and both be refused midway: the whole cap spent, nothing
+    returned (5 of 5 trials in review 14's diff review). The call now charges its total
+    once, before any noise; the batches draw at that epsilon."""
+    import threading
+
+    texts = ["the team won the final"] * 40  # 5 tokens each
+    for _ in range(5):
+        ledger = dxp.Accountant(cap=2.0 * 200 * 1.5)  # one call and a half
+        step = dxp.TextPrivatizer(epsilon=2.0, embeddings=table, batch_size=1, accountant=ledger)
+        step.fit(texts)
+        outcomes: list[str] = []
+
+        def call(step=step, outcomes=outcomes) -> None:
+            try:
+                step.transform(texts)
+                outcomes.append("released")
+            except dxp.BudgetExceededError:
+                outcomes.append("refused")
+
+        threads = [threading.Thread(target=call) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(outcomes) == ["refused", "released"]
+        assert ledger.spent == 400.0 and ledger.releases == 1 and ledger.tokens_privatized == 200
+
+
+def test_privatize_all_charges_once_and_records_per_document(table):
+    ledger = dxp.Accountant(cap=1e6)
+    mech = dxp.make_mechanism("madlib", table, epsilon=0.1, accountant=ledger)
+    texts = ["the team", "  ", LONG, "won"]
+    results = dxp.text.privatize_all(texts, mech, batch_size=1)
+    assert [result.text == "" for result in results] == [False, True, False, False]
+    tokens = sum(result.guarantee.tokens_privatized for result in results)
+    assert ledger.releases == 1 and ledger.tokens_privatized == tokens
+    assert ledger.spent == 0.1 * tokens  # one product, not a float sum over 4 batches
+    with pytest.raises(TypeError, match="not a single text"):
+        dxp.text.privatize_all("the team", mech)
+    uncapped = dxp.make_mechanism("madlib", table, epsilon=0.1)
+    assert len(dxp.text.privatize_all(iter(texts), uncapped, batch_size=1)) == 4
+    assert uncapped.accountant.releases == 3  # without a cap the batches charge as they go

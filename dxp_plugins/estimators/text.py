@@ -36,7 +36,7 @@ from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..errors import PrivacyWarning, warn
 from ..guarantee import Accountant, Guarantee
 from ..mechanisms.base import Mechanism
-from ..text import check_texts, privatize_texts
+from ..text import privatize_all
 
 PRIVATIZE_AT = ("always", "fit")
 
@@ -270,19 +270,17 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         return mechanism
 
     def _privatize(self, X: Iterable[str]) -> list[str]:
-        """One call, one outcome: what would refuse a later batch (the accountant's cap, an
-        OOV token under ``oov="raise"``, a text too long for the tagger) refuses the call
-        before its first batch is charged, since the outputs of the earlier batches would be
-        discarded anyway (``check_texts``)."""
-        texts = list(X)  # read twice: checked, then privatized
-        mechanism = self._get_mechanism()
-        batching: dict[str, Any] = {
-            "batch_size": self.batch_size,
-            "select": self.settings_.door.selector(),
-            "nlp": self.settings_.door.tagging_pipeline(self.settings_.spacy_model),
-        }
-        check_texts(texts, mechanism, **batching)
-        results = list(privatize_texts(texts, mechanism, **batching))
+        """One call, one outcome (``privatize_all``): what would refuse a later batch (the
+        accountant's cap, an OOV token under ``oov="raise"``, a text too long for the
+        tagger) refuses the call before any noise, since the outputs of the earlier
+        batches would be discarded anyway."""
+        results = privatize_all(
+            X,
+            self._get_mechanism(),
+            batch_size=self.batch_size,
+            select=self.settings_.door.selector(),
+            nlp=self.settings_.door.tagging_pipeline(self.settings_.spacy_model),
+        )
         record = Guarantee.combine(result.guarantee for result in results)
         self.last_guarantee_ = record or self.settings_.door.nothing_released(self.mechanism_)
         return [result.text for result in results]
