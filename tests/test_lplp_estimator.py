@@ -267,8 +267,17 @@ def test_fit_transform_refuses_before_the_histogram_when_the_release_would_not_f
     transformer = histogram_transformer(100, accountant).fit(counts)
     assert accountant.spent == 0.5 and transformer.histogram_ is not None
     roomy = dxp.Accountant(cap=1.5)
-    private = histogram_transformer(100, roomy).fit_transform(counts)
+    fitted = histogram_transformer(100, roomy)
+    private = fitted.fit_transform(counts)
     assert private.shape == counts.shape and roomy.spent == 1.5
+    # One charge for both, so a thread charging the ledger in between cannot strand the
+    # histogram's budget (a check, then two charges, could).
+    assert roomy.releases == 1 and roomy.tokens_privatized == counts.shape[0]
+    record = fitted.last_guarantee_
+    assert record.spend == roomy.spent and record.histogram_epsilon == 0.5
+    with pytest.raises(dxp.BudgetExceededError):
+        fitted.transform(counts[:3])  # a later release charges on its own: over the cap
+    assert roomy.releases == 1 and roomy.spent == 1.5
     with pytest.raises(TypeError, match="unexpected keyword"):
         histogram_transformer(100, dxp.Accountant()).fit_transform(counts, sample_weight=None)
 

@@ -31,7 +31,7 @@ from .._validation import check_epsilon, check_int
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
 from ..lplp import calibration as lplp_calibration
-from ..lplp.calibration import lplp_unit
+from ..lplp.calibration import NoiseCalibration, lplp_unit
 from ..lplp.compression import check_counts
 from ..lplp.groupings import GroupingContext, identity_grouping, make_groups
 from ..lplp.guarantee import LPLPGuarantee
@@ -233,22 +233,25 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> LPLPTransformer:
         """Build the public grouping and decompression weights for X's features."""
-        return self._fit(X, releasing=False)
+        self._fit(X, releasing=False)
+        return self
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
-        """Fit, then release X. One call, one outcome: before the DP histogram (if any) is
-        charged, the accountant is asked for its budget and the release's together, so a
-        cap that the release would exceed refuses the call with nothing spent. ``fit``
-        takes no parameters, so any ``fit_params`` is refused."""
+        """Fit, then release X. One call, one outcome: when ``fit`` releases a DP histogram,
+        its budget and the release's are charged together, as one charge, so a cap that the
+        release would exceed (also with other threads charging it) refuses the call with
+        nothing spent. ``fit`` takes no parameters, so any ``fit_params`` is refused."""
         if fit_params:
             raise TypeError(
                 f"LPLPTransformer.fit_transform got unexpected keyword argument(s) "
                 f"{', '.join(map(repr, sorted(fit_params)))}"
             )
-        return self._fit(X, releasing=True).transform(X)
+        return self._transform(X, charged=self._fit(X, releasing=True))
 
-    def _fit(self, X: Any, *, releasing: bool) -> LPLPTransformer:
-        """:meth:`fit`; ``releasing``: a release of X follows (:meth:`fit_transform`)."""
+    def _fit(self, X: Any, *, releasing: bool) -> NoiseCalibration | None:
+        """:meth:`fit`; ``releasing``: a release of X follows (:meth:`fit_transform`).
+        Returns the calibration at which that release was charged with the histogram (None:
+        not charged yet)."""
         X = _validate_counts(self, X, reset=True)
         counts = check_counts(X)
         n_features = counts.shape[1]
@@ -273,21 +276,28 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         source = RandomSource(self.random_state)  # the noise: used only by release_
         table = self._embeddings()
         histogram: dict[str, np.ndarray] = {}
+        charged: list[NoiseCalibration] = []  # the release, charged with the histogram
 
         def release_histogram() -> np.ndarray:
             if self.histogram_epsilon is None:
                 raise ValueError("a DP corpus histogram needs histogram_epsilon (its budget)")
             if "counts" not in histogram:
-                if releasing and counts.shape[0]:  # both charges or neither
-                    accountant.check(
-                        self.histogram_epsilon + calibrated.epsilon, unit=lplp_unit(n_changes)
+                ledger: Accountant | None = accountant
+                if releasing and counts.shape[0]:  # both in one charge, or neither
+                    check_epsilon(self.histogram_epsilon, "histogram_epsilon")
+                    accountant.charge(
+                        self.histogram_epsilon + calibrated.epsilon,
+                        counts.shape[0],
+                        unit=lplp_unit(n_changes),
                     )
+                    charged.append(calibrated)
+                    ledger = None
                 histogram["counts"] = dp_histogram(
                     counts,
                     self.histogram_epsilon,
                     n_changes,
                     source.independent(_HISTOGRAM_STREAM),
-                    accountant,
+                    ledger,
                 )
             return histogram["counts"]
 
@@ -342,7 +352,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             name: copy.copy(value) if isinstance(value, np.ndarray | list | dict) else value
             for name, value in self.get_params(deep=False).items()
         }
-        return self
+        return charged[0] if charged else None
 
     def _check_params_unchanged(self) -> None:
         """ValueError when a setting was changed (``set_params``) after ``fit``: the fitted
@@ -377,10 +387,19 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         """Private counts of each row of X (int64, same features; CSR for sparse input, a
         ``csr_array`` for a sparse array, an array for dense input, as scikit-learn's
         transformers keep the container); fresh noise per call."""
+        return self._transform(X, charged=None)
+
+    def _transform(
+        self, X: Any, charged: NoiseCalibration | None
+    ) -> sp.csr_matrix | sp.csr_array | np.ndarray:
+        """:meth:`transform`; ``charged``: the release was charged already, at it."""
         check_is_fitted(self, "release_")
         self._check_params_unchanged()
         X = _validate_counts(self, X, reset=False)
-        private, _ = self.release_.release(X)
+        if charged is None:
+            private, _ = self.release_.release(X)
+        else:
+            private, _ = self.release_.release(X, charged=charged)
         if isinstance(X, sp.sparray):
             return sp.csr_array(private)
         if sp.issparse(X):

@@ -139,20 +139,25 @@ class LPLPRelease:
             rng=self._random.mode,
         )
 
-    def release(self, counts: Any) -> tuple[sp.csr_matrix, LPLPGuarantee]:
-        """Private counts (CSR int64, same features) of each row of ``counts``, and the record."""
+    def release(
+        self, counts: Any, *, charged: NoiseCalibration | None = None
+    ) -> tuple[sp.csr_matrix, LPLPGuarantee]:
+        """Private counts (CSR int64, same features) of each row of ``counts``, and the record.
+        ``charged``: the caller charged this release already, at this calibration (with the
+        DP histogram, as one charge): it is drawn at it and not charged again."""
         matrix = check_counts(counts, self.n_features)
         documents = matrix.shape[0]
         # One calibration for the charge, the noise and the record, whatever another thread
         # assigns to epsilon or n_changes meanwhile.
-        calibrated = self.noise_calibration()
+        calibrated = self.noise_calibration() if charged is None else charged
         record = self.guarantee(documents, calibrated)
         if documents == 0:  # no document, no release: nothing charged (PRIVACY.md 22)
             self.last_guarantee = record
             return sp.csr_matrix((0, self.n_features), dtype=np.int64), record
         rng = self._random.generator()  # keyed first: a keying that fails spends nothing
-        # charged before any noise; a refusal leaves the last record as it was
-        self.accountant.charge(calibrated.epsilon, documents, unit=lplp_unit(calibrated.n_changes))
+        if charged is None:  # before any noise; a refusal leaves the last record as it was
+            unit = lplp_unit(calibrated.n_changes)
+            self.accountant.charge(calibrated.epsilon, documents, unit=unit)
         self.last_guarantee = record
         compressed = (matrix @ self._indicator).tocsr()
         step = max(1, CHUNK_ENTRIES // (self.n_features + 1))
