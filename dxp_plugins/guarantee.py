@@ -103,8 +103,12 @@ class Guarantee:
     ``max_document_tokens`` is the most tokens privatized in one of the per-document
     records merged into this one (every door makes one record per document; a mechanism
     call is one document), or None when that is ``tokens_privatized`` (a single document):
-    ``max_document_spend`` bounds what any one document spent. Records written before it
-    existed read back as None, which overstates, never understates, that bound.
+    ``max_document_spend`` bounds what any one document spent in one release. A merge
+    cannot tell whether its records are of different documents: a document released k
+    times (``fit_transform`` then ``transform`` of the same texts, cross-validation folds)
+    spent the sum of its releases, up to k times that and never more than ``spend``.
+    Records written before the field existed read back as None, which overstates, never
+    understates, the bound.
 
     Every field is checked when a record is built (:meth:`from_dict` included): a record
     with a negative, NaN or non-numeric epsilon or count, or an unknown RNG mode or OOV
@@ -139,10 +143,12 @@ class Guarantee:
             )
         if self.max_document_tokens is not None:
             check_record(self, (), (), ("max_document_tokens",))
-            if self.max_document_tokens > self.tokens_privatized:
+            most, releases = self.max_document_tokens, max(self.releases, 1)
+            if not self.tokens_privatized <= most * releases or most > self.tokens_privatized:
                 raise ValueError(
-                    f"guarantee field max_document_tokens ({self.max_document_tokens}) must not "
-                    f"exceed tokens_privatized ({self.tokens_privatized})"
+                    f"guarantee field max_document_tokens ({most}) must lie between "
+                    f"tokens_privatized / releases ({self.tokens_privatized} / {releases}) and "
+                    f"tokens_privatized: the largest of the documents merged here"
                 )
             if self.max_document_tokens == self.tokens_privatized:  # one form per record
                 object.__setattr__(self, "max_document_tokens", None)
@@ -155,8 +161,9 @@ class Guarantee:
     @property
     def max_document_spend(self) -> float:
         """``epsilon`` times the most tokens privatized in one document: what any one
-        document spent, the figure to quote when one document is one person (``spend``
-        bounds changing every document of the release at once)."""
+        document spent in one release, the figure to quote when one document is one person
+        and each document was released once (a document released k times spent up to k
+        times it; ``spend`` bounds changing every document of every release at once)."""
         return self.epsilon * _most_tokens(self)
 
     @property
@@ -195,12 +202,13 @@ class Guarantee:
         return text
 
     def _most_in_one(self) -> str:
-        """``"; at most 39 tokens, 230.1, in one document"`` when a merged record's largest
-        release privatized fewer tokens than all of them ("" otherwise)."""
+        """``"; at most 39 tokens, 230.1, per document per release"`` when a merged record's
+        largest release privatized fewer tokens than all of them ("" otherwise)."""
         most = self.max_document_tokens
         if most is None:
             return ""
-        return f"; at most {counted(most, 'token')}, {total(self.epsilon, most)}, in one document"
+        spent = total(self.epsilon, most)
+        return f"; at most {counted(most, 'token')}, {spent}, per document per release"
 
     def _raw_words(self) -> str:
         """``" (2 of them words released raw)"`` after the tokens passed through ("" for
@@ -250,7 +258,8 @@ class Guarantee:
         """The guarantee of both releases together (same mechanism settings and library
         version only; TypeError for a record of another kind)."""
         counts = ("tokens_privatized", "tokens_passed_through", "words_passed_through", "releases")
-        record = merged(self, other, counts, "guarantees", largest=("max_document_tokens",))
+        unset = dataclasses.replace(self, max_document_tokens=None)  # valid while summing
+        record = merged(unset, other, counts, "guarantees", largest=("max_document_tokens",))
         most = max(_most_tokens(self), _most_tokens(other))
         return dataclasses.replace(record, max_document_tokens=most)
 
@@ -525,8 +534,15 @@ class Accountant:
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger as a JSON-ready dict (``spent``, ``tokens_privatized``, ``releases``,
-        ``words_released_raw``, ``unit``, ``cap``), for :meth:`resume` in a later session."""
+        ``words_released_raw``, ``unit``, ``cap``), for :meth:`resume` in a later session.
+        A copy with a cap (pickled, forked) refuses (BudgetExceededError), as it refuses
+        charges: resumed, it would hold the cap apart from the original. Save the original."""
         with self._lock:
+            if self._cap is not None and self.is_copy:
+                raise BudgetExceededError(
+                    "this Accountant is a copy with a cap (pickled, or in another process): "
+                    "only the original ledger can be saved for resume"
+                )
             return {
                 "spent": self._spent,
                 "tokens_privatized": self._tokens_privatized,
@@ -558,8 +574,8 @@ class Accountant:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
         if not (unit is None or isinstance(unit, str)):
             raise TypeError(f"unit must be a str or None, got {type(unit).__name__}")
-        if unit is not None and record["releases"] == 0:
-            raise ValueError("a ledger without releases has no unit")
+        if record["releases"] == 0 and (unit is not None or spent or record["tokens_privatized"]):
+            raise ValueError("a ledger without releases has no unit, spend or tokens")
         ledger = cls(cap=record["cap"])
         ledger._spent = float(spent)
         ledger._tokens_privatized = int(record["tokens_privatized"])

@@ -27,7 +27,7 @@ def test_a_merged_record_states_its_largest_document(glove_5k):
     record = step.last_guarantee_
     assert (record.tokens_privatized, record.releases, record.max_document_tokens) == (13, 4, 9)
     assert record.max_document_spend == 5.9 * 9
-    assert "(total 76.7 per unit distance; at most 9 tokens, 53.1, in one document)" in (
+    assert "(total 76.7 per unit distance; at most 9 tokens, 53.1, per document per release)" in (
         record.statement
     )
     as_json = json.loads(json.dumps(record.to_dict()))
@@ -99,3 +99,16 @@ def test_spacy_docs_and_the_cli_report_agree(tmp_path, capsys):
     written = json.loads(report.read_text())
     assert written["max_document_spend"] == written["guarantee"]["max_document_spend"] == 22.5
     assert written["guarantee"]["max_document_tokens"] == 9
+
+
+def test_a_document_released_twice_is_not_called_one_release(glove_5k):
+    """Diff review 14, F1: merging fit_transform's and transform's records of the same texts
+    kept the largest document's 18 and said 'in one document', though that document spent
+    36. A merge cannot tell; the figure is per release, and the statement says so."""
+    step = dxp.TextPrivatizer(epsilon=2.0, embeddings=glove_5k)
+    first = (step.fit_transform(TEXTS), step.last_guarantee_)[1]
+    second = (step.transform(TEXTS), step.last_guarantee_)[1]
+    both = first.merge(second)
+    assert both.max_document_spend == 18.0 and both.spend == 2 * first.spend == 52.0
+    assert "at most 9 tokens, 18, per document per release" in both.statement
+    assert "in one release" in Guarantee.max_document_spend.__doc__

@@ -556,3 +556,36 @@ def test_a_resumed_record_is_checked(change, error):
         Accountant.resume({key: value for key, value in record.items() if key != "cap"})
     with pytest.raises(TypeError):
         Accountant.resume([("spent", 1.0)])
+
+
+def test_a_capped_copy_cannot_be_saved_for_resume():
+    """Diff review 14, F4: resume(copy.to_dict()) made a capped pickled copy an owner again,
+    so the original and the resumed copy each held the cap (16 spent under a cap of 10)."""
+    import pickle
+
+    original = Accountant(cap=10.0)
+    original.charge(4.0, 4, unit="u")
+    copy = pickle.loads(pickle.dumps(original))
+    with pytest.raises(dxp.BudgetExceededError, match="only the original ledger"):
+        copy.to_dict()
+    assert Accountant.resume(original.to_dict()).remaining == 6.0
+    uncapped = pickle.loads(pickle.dumps(Accountant()))  # no cap to hold apart
+    assert uncapped.to_dict()["cap"] is None
+
+
+@pytest.mark.parametrize("change", [{"spent": 3.0}, {"tokens_privatized": 3}, {"unit": "u"}])
+def test_a_resumed_ledger_without_releases_is_empty(change):
+    """Diff review 14, F5: spend without releases loaded with no unit, so a release in any
+    unit was then added to it."""
+    empty = Accountant().to_dict()
+    with pytest.raises(ValueError, match="without releases"):
+        Accountant.resume({**empty, **change})
+
+
+def test_the_largest_document_fits_the_counts(glove_5k):
+    """Diff review 14, F7: 100 tokens over 2 releases with at most 1 in one document."""
+    record = dataclasses.replace(dxp.Madlib(glove_5k, 2.0).guarantee(100), releases=2)
+    for most in (1, 49, 101):
+        with pytest.raises(ValueError, match="max_document_tokens"):
+            dataclasses.replace(record, max_document_tokens=most)
+    assert dataclasses.replace(record, max_document_tokens=50).max_document_spend == 100.0
