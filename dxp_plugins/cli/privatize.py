@@ -109,8 +109,11 @@ def _privatize(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # the reader left: what it read is unknown (exit 141, no report)
         raise
     except BaseException:
-        if run.streamed and run.listed and not run.finished and args.report:
-            _report_partial(args.report, run, kept)
+        if run.streamed and run.listed and args.report:
+            if run.finished:  # every document went out, then the report failed
+                run.report_failed = True
+            else:
+                _report_partial(args.report, run, kept)
         raise
     return 0
 
