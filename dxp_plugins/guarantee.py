@@ -402,8 +402,11 @@ class Accountant:
 
     The total is kept as aggregates (not a list of records), so streaming a huge corpus
     through one accountant uses constant memory. Thread-safe. ``releases`` counts charges:
-    one per mechanism call that privatizes something, so one per batch of documents (a
-    :class:`Guarantee`'s ``releases`` counts the per-document records merged into it).
+    one per mechanism call that privatizes something, so one per batch of documents, but
+    one for a whole capped :func:`~dxp_plugins.text.privatize_all` call (as
+    ``TextPrivatizer`` makes) or a long text, and one for an LPLP ``fit_transform``'s DP
+    histogram and release together (a :class:`Guarantee`'s ``releases`` counts the
+    per-document records merged into it).
     ``cap`` may be reassigned (validated: a NaN or negative cap is refused); ``spent``,
     ``tokens_privatized``, ``releases`` and ``unit`` are read-only: only :meth:`charge`
     moves them.

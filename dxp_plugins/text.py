@@ -357,7 +357,9 @@ def privatize_all(
 ) -> list[PrivateText]:
     """:func:`privatize_texts` all at once, all or nothing: what would refuse a later batch
     (an OOV token under ``oov="raise"``, a text too long for ``nlp``, the accountant's cap,
-    even with other threads charging it) refuses the call before any noise is drawn.
+    even with other threads charging it) refuses the call before any noise is drawn. (A
+    mechanism class overriding ``privatize_batch`` or ``_privatize_batch`` is checked first,
+    then charged batch by batch: another thread may still make one of its batches refuse.)
 
     With a capped accountant the texts are tokenized (tagged, with ``nlp``) once to count
     their tokens, which are charged as one release, then privatized batch by batch at that
@@ -368,7 +370,7 @@ def privatize_all(
         raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
     texts = list(texts)  # read twice: counted, then privatized
     tokens = _checked(texts, mechanism, batch_size, select, nlp)
-    if mechanism.accountant.cap is None or tokens is None:
+    if mechanism.accountant.cap is None or tokens is None or _overrides_batches(mechanism):
         return list(
             privatize_texts(texts, mechanism, batch_size=batch_size, select=select, nlp=nlp)
         )
@@ -377,6 +379,20 @@ def privatize_all(
     if sum(result.guarantee.tokens_privatized for result in results) != tokens:
         raise RuntimeError("the texts privatized other tokens than were charged")
     return results
+
+
+def _overrides_batches(mechanism: Mechanism) -> bool:
+    """True for a mechanism class that overrides how a batch is released and charged: the
+    one-charge path of :func:`privatize_all` would bypass its ``privatize_batch`` (or trust
+    its ``_privatize_batch`` to draw only what was charged), so such a class is checked
+    first and charged batch by batch instead."""
+    from .mechanisms.base import Mechanism as Base
+
+    kind = type(mechanism)
+    return (
+        kind.privatize_batch is not Base.privatize_batch
+        or kind._privatize_batch is not Base._privatize_batch
+    )
 
 
 def _plan(
@@ -579,6 +595,8 @@ def _privatize_batch(
     except OOVError as error:
         raise _relocated(error, blank, start) from None
     blank_record = mechanism.guarantee(0, 0)
+    if charged is not None:  # the epsilon of the call, whatever epsilon reads now
+        blank_record = dataclasses.replace(blank_record, epsilon=charged)
     if selection is not None:
         blank_record = dataclasses.replace(blank_record, selection=selection)
     results = iter(zip(docs, released, strict=True))

@@ -282,6 +282,18 @@ def test_fit_transform_refuses_before_the_histogram_when_the_release_would_not_f
         histogram_transformer(100, dxp.Accountant()).fit_transform(counts, sample_weight=None)
 
 
+def test_fit_transform_checks_the_histogram_before_the_one_charge(counts):
+    """Second diff review: the joint charge ran before the histogram's own checks, so a
+    histogram rate beyond int64 raised with 1.0 already spent (plain fit spent 0)."""
+    accountant = dxp.Accountant()
+    tiny = histogram_transformer(100, accountant).set_params(
+        histogram_epsilon=1e-12, n_changes=10**6
+    )
+    with pytest.raises(ValueError, match="beyond int64"):
+        tiny.fit_transform(counts)
+    assert accountant.spent == 0 and accountant.releases == 0
+
+
 def test_a_weights_array_is_checked_before_the_histogram_is_charged(counts):
     accountant = dxp.Accountant()
     transformer = LPLPTransformer(

@@ -11,6 +11,7 @@ import spacy
 
 import dxp_plugins as dxp
 from dxp_plugins.errors import OOVError, TextTooLongError
+from dxp_plugins.guarantee import Guarantee
 from dxp_plugins.text import PIECE_CHARS, check_texts, privatize_texts
 from tests.test_cli import run
 
@@ -261,3 +262,51 @@ def test_privatize_all_charges_once_and_records_per_document(table):
     uncapped = dxp.make_mechanism("madlib", table, epsilon=0.1)
     assert len(dxp.text.privatize_all(iter(texts), uncapped, batch_size=1)) == 4
     assert uncapped.accountant.releases == 3  # without a cap the batches charge as they go
+
+
+def test_a_capped_call_draws_and_records_at_the_epsilon_it_charged(table, monkeypatch):
+    """Second diff review: sampling at a re-read epsilon after the one charge passed every
+    test; and blank texts' records read the current epsilon, so the call's records could not
+    merge. Epsilon is reassigned right after the reservation."""
+    ledger = dxp.Accountant(cap=1e6)
+    mech = dxp.make_mechanism("madlib", table, epsilon=0.5, accountant=ledger)
+    reserve = mech._reserve
+
+    def reserve_then_reassign(tokens):
+        charged = reserve(tokens)
+        mech.epsilon = 50.0
+        return charged
+
+    monkeypatch.setattr(mech, "_reserve", reserve_then_reassign)
+    seen = []
+    sample = mech._sample
+    monkeypatch.setattr(
+        mech, "_sample", lambda ids, rng, eps: seen.append(eps) or sample(ids, rng, eps)
+    )
+    results = dxp.text.privatize_all(["the team won", "  ", LONG], mech, batch_size=1)
+    assert set(seen) == {0.5} and ledger.spent == 0.5 * ledger.tokens_privatized
+    assert {result.guarantee.epsilon for result in results} == {0.5}
+    assert Guarantee.combine(result.guarantee for result in results).spend == ledger.spent
+
+
+def test_a_mechanism_class_overriding_its_batches_is_charged_batch_by_batch(table):
+    """Second diff review: the one-charge path called _privatize_batch(charged=...) and so
+    skipped a subclass's privatize_batch (outputs depended on the cap) or trusted its
+    _privatize_batch to draw only what was charged."""
+    from dxp_plugins.mechanisms.madlib import Madlib
+
+    class Logged(Madlib):
+        calls = 0
+
+        def privatize_batch(self, documents):
+            Logged.calls += 1
+            return super().privatize_batch(documents)
+
+    ledger = dxp.Accountant(cap=1e6)
+    mech = Logged(table, 2.0, accountant=ledger)
+    dxp.text.privatize_all(["the team", "won again"], mech, batch_size=1)
+    assert Logged.calls == 2 and ledger.releases == 2 and ledger.spent == 8.0
+    with pytest.raises(dxp.BudgetExceededError):  # still checked before any batch
+        dxp.text.privatize_all(
+            ["the team"] * 3, Logged(table, 2.0, accountant=dxp.Accountant(cap=11.0)), batch_size=1
+        )

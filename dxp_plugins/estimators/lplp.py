@@ -35,7 +35,7 @@ from ..lplp.calibration import NoiseCalibration, lplp_unit
 from ..lplp.compression import check_counts
 from ..lplp.groupings import GroupingContext, identity_grouping, make_groups
 from ..lplp.guarantee import LPLPGuarantee
-from ..lplp.histogram import dp_histogram
+from ..lplp.histogram import check_histogram, dp_histogram
 from ..lplp.release import LPLPRelease
 from ..lplp.weights import public_weights
 
@@ -284,7 +284,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             if "counts" not in histogram:
                 ledger: Accountant | None = accountant
                 if releasing and counts.shape[0]:  # both in one charge, or neither
-                    check_epsilon(self.histogram_epsilon, "histogram_epsilon")
+                    check_histogram(counts, self.histogram_epsilon, n_changes)  # before it
                     accountant.charge(
                         self.histogram_epsilon + calibrated.epsilon,
                         counts.shape[0],

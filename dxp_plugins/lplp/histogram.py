@@ -33,12 +33,21 @@ def dp_histogram(
     ``accountant`` is charged ``epsilon`` after the inputs are checked and before any noise
     is drawn (PRIVACY.md 13).
     """
-    epsilon = check_epsilon(epsilon, "histogram_epsilon")
-    n_changes = check_int(n_changes, "n_changes", minimum=1)
-    rate = noise.check_rate(epsilon / n_changes, "histogram_epsilon / n_changes")
-    check_totals(counts, 0, "each feature's corpus total")
+    epsilon, n_changes, rate = check_histogram(counts, epsilon, n_changes)
     if accountant is not None:
         accountant.charge(epsilon, 0, unit=lplp_unit(n_changes))
     totals = np.asarray(counts.sum(axis=0), dtype=np.int64).ravel()
     noisy = totals + noise.sample_two_sided_geometric(rng, totals.shape, rate)
     return np.maximum(noisy, 0)
+
+
+def check_histogram(
+    counts: sp.csr_matrix, epsilon: float, n_changes: int
+) -> tuple[float, int, float]:
+    """What :func:`dp_histogram` checks before it charges: ``(epsilon, n_changes, rate)``,
+    or the error it would raise (a caller charging it with another release checks first)."""
+    epsilon = check_epsilon(epsilon, "histogram_epsilon")
+    n_changes = check_int(n_changes, "n_changes", minimum=1)
+    rate = noise.check_rate(epsilon / n_changes, "histogram_epsilon / n_changes")
+    check_totals(counts, 0, "each feature's corpus total")
+    return epsilon, n_changes, rate
