@@ -100,3 +100,13 @@ def check_text(value: Any, name: str = "text") -> str:
             # The default message quotes the offending byte: report only its position.
             raise ValueError(f"{name} is not valid UTF-8 (byte offset {error.start})") from None
     raise TypeError(f"{name} must be str, got {type(value).__name__}")
+
+
+def check_no_fit_params(estimator: object, fit_params: dict[str, Any]) -> None:
+    """TypeError for any ``fit_params`` given to ``fit_transform`` of an estimator whose
+    ``fit`` takes none, as scikit-learn's own steps refuse them."""
+    if fit_params:
+        raise TypeError(
+            f"{type(estimator).__name__}.fit_transform got unexpected keyword argument(s) "
+            f"{', '.join(map(repr, sorted(fit_params)))}"
+        )

@@ -27,7 +27,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._random import RandomSource
-from .._validation import check_epsilon, check_int
+from .._validation import check_epsilon, check_int, check_no_fit_params
 from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
 from ..lplp import calibration as lplp_calibration
@@ -241,11 +241,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         its budget and the release's are charged together, as one charge, so a cap that the
         release would exceed (also with other threads charging it) refuses the call with
         nothing spent. ``fit`` takes no parameters, so any ``fit_params`` is refused."""
-        if fit_params:
-            raise TypeError(
-                f"LPLPTransformer.fit_transform got unexpected keyword argument(s) "
-                f"{', '.join(map(repr, sorted(fit_params)))}"
-            )
+        check_no_fit_params(self, fit_params)
         return self._transform(X, charged=self._fit(X, releasing=True))
 
     def _fit(self, X: Any, *, releasing: bool) -> NoiseCalibration | None:

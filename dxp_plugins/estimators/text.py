@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _get_feature_names, check_is_fitted
 
 from .._random import RandomSource
-from .._validation import check_choice, check_int, check_text
+from .._validation import check_choice, check_int, check_no_fit_params, check_text
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..errors import PrivacyWarning, warn
 from ..guarantee import Accountant, Guarantee
@@ -187,11 +187,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     def fit_transform(self, X: Iterable[str], y: Any = None, **fit_params: Any) -> list[str]:
         """Fit, then privatize ``X`` (whatever ``privatize_at`` says). ``fit`` takes no
         parameters, so any ``fit_params`` is refused, as scikit-learn's own steps do."""
-        if fit_params:
-            raise TypeError(
-                f"TextPrivatizer.fit_transform got unexpected keyword argument(s) "
-                f"{', '.join(map(repr, sorted(fit_params)))}"
-            )
+        check_no_fit_params(self, fit_params)
         documents = _documents(X)  # once: X may be a generator
         # An array or table is read again by fit (its shape and column name), an iterator not.
         self.fit(X if hasattr(X, "shape") else documents, y)
