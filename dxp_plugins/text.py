@@ -54,7 +54,7 @@ __all__ = [
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
 
-    from .mechanisms.base import Mechanism
+    from .mechanisms.base import Mechanism, Reservation
 
 #: Narrows the default selection of a spaCy ``Doc``: one flag per token (None = default).
 Selector = Callable[[Any], Sequence[bool] | None]
@@ -250,7 +250,7 @@ def privatize_tokenized(
     mechanism: Mechanism,
     selection: str | None = None,
     *,
-    _charged: float | None = None,
+    _charged: Reservation | None = None,
 ) -> list[tuple[list[str], Guarantee]]:
     """Privatize the selected tokens of all documents in one batch (the shared core).
 
@@ -262,8 +262,8 @@ def privatize_tokenized(
     guarantee records and states as unprotected. An unselected token the default selection
     would privatize (anything but allow-listed punctuation) is a word released raw: it also
     counts in ``words_passed_through``, as the OOV words the mechanism passes through under
-    ``oov="passthrough"`` do. (``_charged``: the epsilon at which a long text's pieces were
-    charged up front, see :func:`_privatize_long`.)
+    ``oov="passthrough"`` do. (``_charged``: the reservation a long text's pieces, or a
+    capped call's batches, were charged by up front, see :func:`_privatize_long`.)
     """
     chosen = _chosen(documents)
     private, guarantees = (
@@ -336,10 +336,10 @@ def _privatize_stream(
     batch_size: int,
     select: Selector | None,
     nlp: Any,
-    charged: float | None = None,
+    charged: Reservation | None = None,
 ) -> Iterator[PrivateText]:
-    """``charged``: the epsilon at which the caller charged every text's tokens already
-    (:func:`privatize_all`): sampled at it, charged nothing more."""
+    """``charged``: the reservation by which the caller charged every text's tokens already
+    (:func:`privatize_all`): each batch takes its tokens from it, sampled at its epsilon."""
     for start, group, long in _plan(texts, batch_size, select, nlp):
         if long:
             yield _privatize_long(group[0], mechanism, start, charged)
@@ -374,11 +374,30 @@ def privatize_all(
         return list(
             privatize_texts(texts, mechanism, batch_size=batch_size, select=select, nlp=nlp)
         )
-    epsilon = mechanism._reserve(tokens)  # one charge: a refusal comes before any noise
-    results = list(_privatize_stream(texts, mechanism, batch_size, select, nlp, epsilon))
-    if sum(result.guarantee.tokens_privatized for result in results) != tokens:
-        raise RuntimeError("the texts privatized other tokens than were charged")
+    reservation = mechanism._reserve(tokens)  # one charge: a refusal comes before any noise
+    with _released_as_charged(mechanism, reservation):
+        results = list(_privatize_stream(texts, mechanism, batch_size, select, nlp, reservation))
+    if results:  # one charge, one release: its record, as privatize_batch leaves one
+        mechanism.last_guarantee = Guarantee.combine(result.guarantee for result in results)
     return results
+
+
+@contextlib.contextmanager
+def _released_as_charged(mechanism: Mechanism, reservation: Reservation) -> Iterator[None]:
+    """Check that a release made in parts took exactly what ``reservation`` charged (a part
+    taking more is refused before its noise, by :meth:`Reservation.take`), and on any
+    failure after the charge leave ``mechanism.last_guarantee`` naming that charge -- what
+    the ledger saw -- rather than the last part sampled (nothing is returned)."""
+    try:
+        yield
+        if reservation.left:
+            raise RuntimeError("the release privatized fewer tokens than were charged")
+    except BaseException:
+        record = mechanism._record(reservation.epsilon)
+        mechanism.last_guarantee = dataclasses.replace(
+            record, tokens_privatized=reservation.tokens, releases=int(reservation.tokens > 0)
+        )
+        raise
 
 
 def _overrides_batches(mechanism: Mechanism) -> bool:
@@ -504,40 +523,39 @@ def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
 
 
 def _privatize_long(
-    text: str, mechanism: Mechanism, position: int, charged_at: float | None = None
+    text: str, mechanism: Mechanism, position: int, charged: Reservation | None = None
 ) -> PrivateText:
     """One long text, piece by piece (default tokenizer and selection only: a tagger needs
     the whole context). One release: the whole text is charged once, before any piece
     draws noise, so what would refuse it (an OOV token under ``oov="raise"``, the
     accountant's cap) refuses it whole; the pieces are then sampled at the epsilon charged,
-    and their records merge into one. ``charged_at``: the caller charged it already."""
-    charged: int | None = None  # counted and charged with the caller's texts
-    if charged_at is None:
-        charged, epsilon = _charge_long(text, mechanism, position)
-    else:
-        epsilon = charged_at
+    and their records merge into one. ``charged``: the caller's reservation, which charged
+    it already."""
+    if charged is not None:  # counted and charged with the caller's texts
+        return _release_long(text, mechanism, position, charged)
+    reservation = mechanism._reserve(_check_long(text, mechanism, position))
+    with _released_as_charged(mechanism, reservation):
+        return _release_long(text, mechanism, position, reservation)
+
+
+def _release_long(
+    text: str, mechanism: Mechanism, position: int, reservation: Reservation
+) -> PrivateText:
+    """:func:`_privatize_long` once charged: the pieces take their tokens from
+    ``reservation``."""
     parts: list[str] = []
     total: Guarantee | None = None
     for piece in pieces(text, PIECE_CHARS):
         if is_invisible(piece):  # layout only: keep its whitespace
             parts.append(without_invisible(piece))
             continue
-        (result,) = _privatize_batch([piece], mechanism, start=position, charged=epsilon)
+        (result,) = _privatize_batch([piece], mechanism, start=position, charged=reservation)
         parts.append(result.text)
         total = result.guarantee if total is None else total.merge(result.guarantee)
     assert total is not None  # the text is not blank, so some piece is not
-    if charged is not None and total.tokens_privatized != charged:  # same tokenizer, pieces
-        raise RuntimeError("a long text's pieces privatized other tokens than were charged")
     total = dataclasses.replace(total, releases=1, max_document_tokens=None)  # one document
     mechanism.last_guarantee = total
     return PrivateText("".join(parts), total)
-
-
-def _charge_long(text: str, mechanism: Mechanism, position: int) -> tuple[int, float]:
-    """Raise what privatizing ``text`` in pieces would raise midway, then charge its
-    tokens once; returns their number and the epsilon charged."""
-    charged = _check_long(text, mechanism, position)
-    return charged, mechanism._reserve(charged)
 
 
 def _check_long(text: str, mechanism: Mechanism, position: int) -> int:
@@ -582,7 +600,7 @@ def _privatize_batch(
     select: Selector | None = None,
     nlp: Any = None,
     start: int = 0,
-    charged: float | None = None,
+    charged: Reservation | None = None,
 ) -> Iterator[PrivateText]:
     """``texts`` start at index ``start`` of the caller's texts (named in OOV errors);
     ``charged``: see :func:`privatize_tokenized`."""
@@ -596,7 +614,7 @@ def _privatize_batch(
         raise _relocated(error, blank, start) from None
     blank_record = mechanism.guarantee(0, 0)
     if charged is not None:  # the epsilon of the call, whatever epsilon reads now
-        blank_record = dataclasses.replace(blank_record, epsilon=charged)
+        blank_record = dataclasses.replace(blank_record, epsilon=charged.epsilon)
     if selection is not None:
         blank_record = dataclasses.replace(blank_record, selection=selection)
     results = iter(zip(docs, released, strict=True))

@@ -106,15 +106,26 @@ def test_keep_fields_matches_field_names_exactly(tmp_path, capsys):
 
 
 def test_a_long_text_released_beyond_its_charge_is_refused(monkeypatch, glove_5k):
-    """The guard of _privatize_long: if the pieces privatize other tokens than the charge
-    pass counted (so the ledger would understate the release), the text is refused."""
+    """The guard of _privatize_long: if the pieces privatize more tokens than the charge
+    pass counted (so the ledger would understate the release), the text is refused before
+    the piece beyond the charge draws its noise; fewer, after the pieces."""
     import dxp_plugins.text as text_module
 
     monkeypatch.setattr(text_module, "PIECE_CHARS", 200)
     mech = dxp.Madlib(glove_5k, epsilon=1.0)
+    sampled = []
+    sample = mech._sample
+    monkeypatch.setattr(
+        mech, "_sample", lambda ids, rng, eps: sampled.append(len(ids)) or sample(ids, rng, eps)
+    )
     real = mech.check_release
     monkeypatch.setattr(mech, "check_release", lambda docs: max(real(docs) - 1, 0))
-    with pytest.raises(RuntimeError, match="other tokens than were charged"):
+    with pytest.raises(RuntimeError, match="more tokens than were charged"):
+        privatize_text("the hockey team won\n" * 100, mech)
+    assert sum(sampled) <= mech.accountant.tokens_privatized
+    assert mech.last_guarantee.tokens_privatized == mech.accountant.tokens_privatized
+    monkeypatch.setattr(mech, "check_release", lambda docs: real(docs) + 1)
+    with pytest.raises(RuntimeError, match="fewer tokens than were charged"):
         privatize_text("the hockey team won\n" * 100, mech)
 
 

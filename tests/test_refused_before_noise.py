@@ -310,3 +310,59 @@ def test_a_mechanism_class_overriding_its_batches_is_charged_batch_by_batch(tabl
         dxp.text.privatize_all(
             ["the team"] * 3, Logged(table, 2.0, accountant=dxp.Accountant(cap=11.0)), batch_size=1
         )
+
+
+class Flipping:
+    """A selector that chooses other tokens in the releasing pass than in the counting one
+    (a user's selector with state): ``first`` tokens of a text on odd calls, ``then`` on
+    even ones."""
+
+    def __init__(self, first, then):
+        self.calls = 0
+        self.counts = (first, then)
+
+    def __call__(self, doc):
+        self.calls += 1
+        count = self.counts[(self.calls - 1) % 2]
+        return [i < count for i in range(len(doc))]
+
+
+def sampled_spy(mech, monkeypatch):
+    """A list that grows by the number of ids each noise draw samples."""
+    sampled = []
+    sample = mech._sample
+    monkeypatch.setattr(
+        mech, "_sample", lambda ids, rng, eps: sampled.append(len(ids)) or sample(ids, rng, eps)
+    )
+    return sampled
+
+
+@pytest.mark.parametrize(("first", "then", "message"), [(1, 4, "more"), (4, 1, "fewer")])
+def test_a_selector_changing_its_choice_between_passes_is_refused_as_charged(
+    table, monkeypatch, first, then, message
+):
+    """Fourteenth session, left: a selector choosing other tokens in the releasing pass
+    than in the counting one made the final count check raise, but noise had been drawn
+    for tokens never charged and ``last_guarantee`` named the last batch, not what the
+    ledger saw. Now a part that would exceed the charge is refused before its noise, and a
+    failed call leaves the record of its charge."""
+    ledger = dxp.Accountant(cap=1e6)
+    mech = dxp.make_mechanism("madlib", table, epsilon=2.0, accountant=ledger)
+    sampled = sampled_spy(mech, monkeypatch)
+    with pytest.raises(RuntimeError, match=f"{message} tokens than were charged"):
+        dxp.text.privatize_all(["the team won it"], mech, select=Flipping(first, then))
+    assert ledger.tokens_privatized == first and sum(sampled) <= first
+    assert mech.last_guarantee.tokens_privatized == ledger.tokens_privatized == first
+    assert mech.last_guarantee.spend == ledger.spent == 2.0 * first
+
+
+def test_a_capped_call_leaves_the_record_of_its_one_release(table):
+    """The one-charge path is one release: ``last_guarantee`` is its record (as after
+    ``privatize_batch``), equal to what the ledger charged, not its last batch's."""
+    ledger = dxp.Accountant(cap=1e6)
+    mech = dxp.make_mechanism("madlib", table, epsilon=2.0, accountant=ledger)
+    results = dxp.text.privatize_all(["the team", "won it", "again"], mech, batch_size=1)
+    record = mech.last_guarantee
+    assert record == Guarantee.combine(result.guarantee for result in results)
+    assert record.tokens_privatized == ledger.tokens_privatized == 5
+    assert record.spend == ledger.spent

@@ -28,6 +28,30 @@ from ..guarantee import OOV_POLICIES, Accountant, Guarantee
 _SET_ONCE = frozenset({"metric"})
 
 
+class Reservation:
+    """Tokens charged at once, at one epsilon, for a release made in parts
+    (:meth:`Mechanism._reserve`). Each part takes its tokens before its noise is drawn, so
+    no part is sampled beyond the charge; ``left`` is what the parts have not taken yet."""
+
+    __slots__ = ("epsilon", "left", "tokens")
+
+    def __init__(self, epsilon: float, tokens: int) -> None:
+        self.epsilon = epsilon
+        self.tokens = tokens
+        self.left = tokens
+
+    def take(self, tokens: int) -> float:
+        """Take ``tokens`` of the charge for a part; returns the epsilon to sample it at.
+        Raises before that part draws any noise if it would exceed the charge."""
+        if tokens > self.left:
+            raise RuntimeError(
+                "a part of the release privatized more tokens than were charged: "
+                "no noise was drawn for it"
+            )
+        self.left -= tokens
+        return self.epsilon
+
+
 class Mechanism(ABC):
     """A word-level metric-DP mechanism over a public :class:`EmbeddingTable`.
 
@@ -239,7 +263,7 @@ class Mechanism(ABC):
         return self._privatize_batch(documents, charged=None)
 
     def _privatize_batch(
-        self, documents: Sequence[Sequence[str]], charged: float | None
+        self, documents: Sequence[Sequence[str]], charged: Reservation | None
     ) -> tuple[list[list[str]], list[Guarantee]]:
         """:meth:`privatize_batch`; ``charged``: see :meth:`_release`."""
         if isinstance(documents, str):
@@ -317,18 +341,22 @@ class Mechanism(ABC):
         return out
 
     # -- shared machinery --------------------------------------------------------------------
-    def _release(self, ids: np.ndarray, charged: float | None = None) -> tuple[np.ndarray, float]:
+    def _release(
+        self, ids: np.ndarray, charged: Reservation | None = None
+    ) -> tuple[np.ndarray, float]:
         """Prepare, key the generator, charge the accountant, then sample in bounded chunks.
 
         Returns the output ids and the epsilon of the release: ``self.epsilon`` read once,
         so the charge, the noise and the record agree even if another thread reassigns it
-        meanwhile. ``charged``: the epsilon at which the caller already charged these ids
-        (a release in parts, see :meth:`_reserve`): they are sampled at it, not charged
-        again. No ids: nothing is charged, nor counted as a release (PRIVACY.md 22).
+        meanwhile. ``charged``: the caller's :class:`Reservation` (a release in parts, see
+        :meth:`_reserve`): these ids are taken from it and sampled at its epsilon, not
+        charged again. No ids: nothing is charged, nor counted as a release (PRIVACY.md 22).
         """
-        epsilon = self.epsilon if charged is None else charged
+        epsilon = self.epsilon if charged is None else charged.epsilon
         if len(ids) == 0:
             return np.empty(0, dtype=np.int64), epsilon
+        if charged is not None:
+            charged.take(len(ids))  # before any noise: never sampled beyond the charge
         self._prepare_release(ids)
         rng = self._random.generator()  # keyed first: a keying that fails spends nothing
         if charged is None:
@@ -339,16 +367,17 @@ class Mechanism(ABC):
         ]
         return np.concatenate(chunks), epsilon
 
-    def _reserve(self, tokens: int) -> float:
-        """Charge ``tokens`` now, for one release made in parts (a long text): returns the
-        epsilon charged, which each part passes to :meth:`_privatize_batch` as
-        ``charged`` so that it is sampled at that epsilon without being charged again.
-        A refusal happens here, before any part draws noise."""
+    def _reserve(self, tokens: int) -> Reservation:
+        """Charge ``tokens`` now, for one release made in parts (a long text, a capped
+        call): returns the :class:`Reservation`, which each part passes to
+        :meth:`_privatize_batch` as ``charged`` so that it is sampled at the epsilon
+        charged without being charged again. A refusal happens here, before any part draws
+        noise."""
         epsilon = self.epsilon
         if tokens:
             self._random.generator()  # keyed first, as in _release
             self.accountant.charge(epsilon * tokens, tokens, unit=self.ledger_unit)
-        return epsilon
+        return Reservation(epsilon, tokens)
 
     def _record(self, epsilon: float) -> Guarantee:
         """:meth:`guarantee` of no token, at the ``epsilon`` of a release."""
