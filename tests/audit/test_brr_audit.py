@@ -212,29 +212,29 @@ def test_black_box_audit_fails_when_ties_prefer_the_input(monkeypatch, epsilon):
 # It complements the per-output audit, not replaces it: ties that prefer the input put
 # their excess on one output, which a bin of the correct law's events dilutes (bound
 # 0.94-0.95 of the claim at 100k draws: passed).
-POOLED_TIGHTNESS = {"full": 0.85, "even": 0.7}
+POOLED_TIGHTNESS = 0.9
 
 
-def audit_pooled_events(mech: dxp.BRR, kind: str, draws: int = DRAWS):
+def audit_pooled_events(mech: dxp.BRR, kind: str, draws: int = DRAWS, exact: bool = False):
+    """The pooled-event audit on ``draws`` outputs per input, or (``exact``) on the counts
+    the exact law expects: the bound a correct mechanism reaches on average."""
     codes = mech.codes.bits()
     pairs = PAIRS[kind]
     inputs = sorted({row for pair in pairs for row in pair})
-    counts = dict(
-        zip(
-            inputs,
-            output_counts(
-                lambda row, n: mech.privatize_ids(np.full(n, row)), inputs, draws, len(codes)
-            ),
-            strict=True,
+    if exact:
+        laws = [draws * reference_law(codes, row, mech.epsilon) for row in inputs]
+    else:
+        laws = output_counts(
+            lambda row, n: mech.privatize_ids(np.full(n, row)), inputs, draws, len(codes)
         )
-    )
+    counts = dict(zip(inputs, laws, strict=True))
     bins, tested, distances = [], [], []
     for a, b in pairs:
         event = reference_law(codes, a, mech.epsilon) > reference_law(codes, b, mech.epsilon)
         bins += [[counts[row][event].sum(), counts[row][~event].sum()] for row in (a, b)]
         tested.append((len(bins) - 2, len(bins) - 1))
         distances.append(float((codes[a] != codes[b]).sum()))
-    return epsilon_lower_bound(np.array(bins), tested, distances, mech.epsilon)
+    return epsilon_lower_bound(np.rint(bins), tested, distances, mech.epsilon)
 
 
 @pytest.mark.parametrize("kind", ["full", "even"])
@@ -242,9 +242,14 @@ def audit_pooled_events(mech: dxp.BRR, kind: str, draws: int = DRAWS):
 def test_pooled_event_audit_passes(kind, epsilon):
     result = audit_pooled_events(codebook(kind, epsilon), kind)
     assert result.passed, str(result)
-    # Not vacuous. Measured over 6 runs: full 0.92-0.96 (eps 0.5), 0.97-0.98 (2); even
-    # 0.78-0.82 at both.
-    assert result.epsilon_lower_bound > POOLED_TIGHTNESS[kind] * epsilon, str(result)
+    # Not vacuous: near what the exact law's expected counts give (of the claim: full 0.937
+    # at eps 0.5, 0.974 at 2; even 0.692, 0.778). 30 runs of even at 0.5 gave 0.682-0.710
+    # (2026-11-23); a fixed floor of 0.7 x the claim, set from a mis-measured "0.78-0.82",
+    # failed a CI run at 0.698.
+    expected = audit_pooled_events(codebook(kind, epsilon), kind, exact=True)
+    assert result.epsilon_lower_bound > POOLED_TIGHTNESS * expected.epsilon_lower_bound, (
+        f"{result}; the exact law's expected counts give {expected.epsilon_lower_bound:.4f}"
+    )
 
 
 def flip_with_110_epsilon(epsilon):
