@@ -121,7 +121,7 @@ class DoorSettings:
                     uses.append(f"{key} (give it as {own})")
             raise ValueError(f"{label('mechanism_params')} may not set {', '.join(uses)}")
         factory = registry.resolve(registry.mechanisms, mechanism)
-        _check_option_names(factory, mechanism_params, label("mechanism_params"))
+        _check_option_names(factory, mechanism_params, label("mechanism_params"), skip=1)
         if isinstance(factory, type) and issubclass(factory, Mechanism):
             factory.check_options(**mechanism_params)  # values, before any table is loaded
         embeddings, embeddings_params, vocab_size = check_embeddings_setting(
@@ -405,6 +405,9 @@ def check_embeddings_setting(
     if isinstance(embeddings, str):
         embeddings = _check_registered(registry.embeddings, embeddings, label("embeddings"))
     params = _check_params(embeddings_params, label("embeddings_params"))
+    if params and isinstance(embeddings, str):  # a typo fails now, not at the first text
+        loader = registry.resolve(registry.embeddings, embeddings)
+        _check_option_names(loader, params, label("embeddings_params"), skip=0)
     if params and isinstance(embeddings, EmbeddingTable):
         raise ValueError(
             "embeddings_params are arguments of a registry loader; an EmbeddingTable "
@@ -453,13 +456,14 @@ def _check_params(params: Any, setting: str) -> dict[str, Any]:
     return dict(params)
 
 
-def _check_option_names(factory: Any, params: Mapping[str, Any], setting: str) -> None:
-    """Unknown mechanism options fail now, not when the embeddings are first loaded."""
+def _check_option_names(factory: Any, params: Mapping[str, Any], setting: str, skip: int) -> None:
+    """Unknown mechanism options or loader arguments fail now, not when the embeddings are
+    first loaded; ``skip``: leading parameters the caller fills (a mechanism's embeddings)."""
     try:
         signature = inspect.signature(factory)
-    except (TypeError, ValueError):  # not introspectable: the mechanism checks itself
+    except (TypeError, ValueError):  # not introspectable: the factory checks itself
         return
-    parameters = list(signature.parameters.values())[1:]  # the first takes the embeddings
+    parameters = list(signature.parameters.values())[skip:]
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return
     accepted = {
@@ -472,7 +476,7 @@ def _check_option_names(factory: Any, params: Mapping[str, Any], setting: str) -
         options = ", ".join(sorted(accepted - set(RESERVED_MECHANISM_PARAMS))) or "none"
         raise ValueError(
             f"{setting}: unknown option(s) {', '.join(map(repr, unknown))}; "
-            f"this mechanism accepts: {options}"
+            f"{'this mechanism' if skip else 'this loader'} accepts: {options}"
         )
 
 

@@ -11,7 +11,7 @@ import pytest
 import spacy
 
 import dxp_plugins as dxp
-from tests.test_pipeline import make_nlp
+from tests.test_pipeline import FAST, make_nlp
 
 
 def test_a_cap_assigned_to_the_built_mechanism_is_the_components_and_is_pickled():
@@ -113,3 +113,30 @@ def test_pos_selection_after_the_tagger_says_where_pos_is_set():
     )
     with pytest.raises(ValueError, match="'attribute_ruler' sets POS"):
         nlp("The old harbour was busy.")
+
+
+def test_a_loader_argument_typo_fails_at_add_pipe():
+    """U2: mechanism_params typos failed at add_pipe, embeddings_params ones only at the
+    first Doc after the pipeline was saved and deployed."""
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match=r"embeddings_params: unknown option.*'vocab_sise'"):
+        nlp.add_pipe(
+            "dxp_privatizer", config={"epsilon": 10.0, "embeddings_params": {"vocab_sise": 9}}
+        )
+    with pytest.raises(ValueError, match="embeddings_params: unknown option"):
+        dxp.TextPrivatizer(epsilon=10.0, embeddings_params={"vocab_sise": 9}).fit(["a b"])
+
+
+def test_a_second_privatizer_writing_the_same_attributes_is_refused_at_add_pipe():
+    """U6: it was accepted, then refused every Doc the first had already released (and
+    charged for)."""
+    from dxp_plugins.pipeline import Privatizer  # U4: exported for cast/isinstance
+
+    nlp = make_nlp(epsilon=10.0)
+    with pytest.raises(ValueError, match=r"already writes .*doc\._\.dxp_guarantee"):
+        nlp.add_pipe("dxp_privatizer", name="second", config={"epsilon": 1.0, **FAST})
+    names = {"token_attr": "t2", "doc_attr": "d2", "guarantee_attr": "g2"}
+    nlp.add_pipe("dxp_privatizer", name="second", config={"epsilon": 1.0, **FAST, **names})
+    assert isinstance(nlp.get_pipe("second"), Privatizer)
+    doc = nlp("the team")
+    assert doc._.dxp_guarantee["epsilon"] == 10.0 and doc._.g2["epsilon"] == 1.0

@@ -128,8 +128,12 @@ def test_constants_carry_their_own_doc_comments():
 
 
 def test_loader_argument_errors_name_the_embeddings():
-    settings = DoorSettings.create(epsilon=1.0, embeddings_params={"colour": "red"})
-    with pytest.raises(ValueError, match="embeddings 'glove-6b-50d'"):
+    with pytest.raises(ValueError, match=r"embeddings_params: unknown option.*'colour'"):
+        DoorSettings.create(epsilon=1.0, embeddings_params={"colour": "red"})  # at once
+    settings = DoorSettings.create(  # a loader's TypeError (a path of the wrong type)
+        epsilon=1.0, embeddings="keyed-vectors.v1", embeddings_params={"path": 5}
+    )
+    with pytest.raises(ValueError, match=r"embeddings 'keyed-vectors\.v1'"):
         settings.load_embeddings()
 
 

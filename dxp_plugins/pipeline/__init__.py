@@ -23,9 +23,12 @@ In both modes ``doc._.dxp_guarantee`` (``guarantee_attr``) holds the guarantee o
 release as a dict.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spacy.language import Language
+
+if TYPE_CHECKING:
+    from .component import Privatizer
 
 #: Default config of the factory (``epsilon`` has no default and must be given).
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -94,4 +97,14 @@ def make_privatizer(
     )
 
 
-__all__ = ["DEFAULT_CONFIG", "make_privatizer"]
+__all__ = ["DEFAULT_CONFIG", "Privatizer", "make_privatizer"]
+
+
+def __getattr__(name: str) -> Any:
+    """``Privatizer`` (the component's class, for ``cast``/``isinstance``), imported on
+    first use so that the entry point stays cheap."""
+    if name == "Privatizer":
+        from .component import Privatizer
+
+        return Privatizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

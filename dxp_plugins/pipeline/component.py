@@ -92,6 +92,7 @@ class Privatizer:
         self._fingerprint: str | None = None
         self._configure(config)
         self.settings.check_entities(nlp)  # the entity types this pipeline can assign
+        self._check_attributes_free(nlp)
         if nlp.lang != "en":
             # The host pipeline's tokens are privatized, but the punctuation allow-list and
             # the spacing of private words (text.private_spaces) are English rules.
@@ -103,6 +104,24 @@ class Privatizer:
             )
 
     # -- configuration -----------------------------------------------------------------------
+    def _check_attributes_free(self, nlp: Language) -> None:
+        """Refuse attribute names another privatizer of ``nlp`` writes: the second would
+        refuse every Doc the first released (a Doc holds one release per attribute)."""
+        mine = {("token", self.token_attr), ("doc", self.doc_attr), ("doc", self.guarantee_attr)}
+        for name, other in nlp.pipeline:
+            if isinstance(other, Privatizer) and other is not self:
+                theirs = {
+                    ("token", other.token_attr),
+                    ("doc", other.doc_attr),
+                    ("doc", other.guarantee_attr),
+                }
+                if mine & theirs:
+                    taken = ", ".join(f"{kind}._.{attr}" for kind, attr in sorted(mine & theirs))
+                    raise ValueError(
+                        f"{name!r} already writes {taken}: give this privatizer other "
+                        f"token_attr, doc_attr and guarantee_attr"
+                    )
+
     def _configure(self, config: dict[str, Any]) -> None:
         values = {**DEFAULT_CONFIG, **config}
         unknown = sorted(set(values) - set(DEFAULT_CONFIG) - {"epsilon"})
