@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     BudgetExceededError,
     DxpError,
+    DxpWarning,
     OOVError,
     PrivacyWarning,
     SeededRandomnessWarning,
@@ -61,6 +62,7 @@ __all__ = [
     "Accountant",
     "BudgetExceededError",
     "DxpError",
+    "DxpWarning",
     "EmbeddingTable",
     "Guarantee",
     "LPLPTransformer",

@@ -15,6 +15,7 @@ import warnings
 __all__ = [
     "BudgetExceededError",
     "DxpError",
+    "DxpWarning",
     "OOVError",
     "PrivacyWarning",
     "SeededRandomnessWarning",
@@ -60,7 +61,12 @@ class TextTooLongError(DxpError, ValueError):
         self.document, self.length, self.limit = document, length, limit
 
 
-class PrivacyWarning(UserWarning):
+class DxpWarning(UserWarning):
+    """Base class of every warning this package issues: filter them all with
+    ``warnings.filterwarnings("ignore", category=DxpWarning)`` (or ``-W`` in pytest)."""
+
+
+class PrivacyWarning(DxpWarning):
     """Something weakens the guarantee on purpose (seeding, pass-through, ...)."""
 
 

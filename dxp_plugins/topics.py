@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from ._openmp import prefer_sleeping_threads
 from ._validation import check_choice
+from .errors import DxpWarning
 from .lplp.compression import check_counts
 
 __all__ = [
@@ -209,7 +210,7 @@ def coherence(
                 "u_mass terms are artefacts (gensim scores a pair conditioned on such a word "
                 "0, the best value, and a pair ending on one about log(1e-12)), so the "
                 "coherence of these topics is not meaningful",
-                UserWarning,
+                DxpWarning,
                 stacklevel=2,
             )
     model = CoherenceModel(

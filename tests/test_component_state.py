@@ -140,3 +140,24 @@ def test_a_second_privatizer_writing_the_same_attributes_is_refused_at_add_pipe(
     assert isinstance(nlp.get_pipe("second"), Privatizer)
     doc = nlp("the team")
     assert doc._.dxp_guarantee["epsilon"] == 10.0 and doc._.g2["epsilon"] == 1.0
+
+
+def test_every_warning_of_the_library_has_its_own_category():
+    """U7: two of the component's warnings (and eight elsewhere) were plain UserWarnings,
+    which a ``-W error`` user can filter only by message. Every warning the package
+    issues is a DxpWarning (PrivacyWarning among them)."""
+    from pathlib import Path
+
+    assert issubclass(dxp.PrivacyWarning, dxp.DxpWarning)
+    assert issubclass(dxp.DxpWarning, UserWarning)  # filters on UserWarning still match
+    package = Path(dxp.__file__).parent
+    plain = [
+        f"{path.relative_to(package)}:{number}"
+        for path in package.rglob("*.py")
+        if path.name != "errors.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "UserWarning" in line
+    ]
+    assert plain == []
+    with pytest.warns(dxp.DxpWarning, match="'de' pipeline"):
+        spacy.blank("de").add_pipe("dxp_privatizer", config={"epsilon": 1.0, **FAST})

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_choice, check_epsilon, check_int, check_probability
-from ..errors import warn
+from ..errors import DxpWarning, warn
 from .pairwise import DEFAULT_MAX_WORK, DistanceSummary, _sample_pairs, _summarise, _z
 from .spaces import _space
 
@@ -69,7 +69,7 @@ def privacy_ratio(
             "and the equivalent epsilon is epsilon itself. The ratio translates epsilon "
             "between metrics; to compare mechanisms in one metric (Madlib and TEM), "
             "calibrate each by plausible deniability (choose_epsilon)",
-            UserWarning,
+            DxpWarning,
         )
     sa = _summarise(space_a, values_a, bool(exact_a), confidence, max_work)
     sb = _summarise(space_b, values_b, bool(exact_b), confidence, max_work)

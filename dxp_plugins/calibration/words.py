@@ -10,7 +10,7 @@ import numpy as np
 from .._validation import check_int
 from ..distances import get_metric
 from ..embeddings.table import OOV_ID, EmbeddingTable
-from ..errors import warn
+from ..errors import DxpWarning, warn
 
 
 def _word_ids(
@@ -71,7 +71,7 @@ def sample_words(
     if n > size:
         warn(
             f"asked for {n} words but the pool holds {size}: sampling all {size}",
-            UserWarning,
+            DxpWarning,
         )
     rng = np.random.default_rng(random_state)
     rows = np.sort(rng.choice(size, size=min(n, size), replace=False))

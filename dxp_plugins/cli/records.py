@@ -16,7 +16,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from ..errors import PrivacyWarning
+from ..errors import DxpWarning, PrivacyWarning
 from .process import CLIError
 from .settings import _labels
 from .targets import _descriptor
@@ -320,7 +320,7 @@ def _warn_absent(kept: Sequence[str], seen: set[str]) -> None:
     if absent:
         names = ", ".join(map(repr, absent))
         fields = f"field {names} was" if len(absent) == 1 else f"fields {names} were"
-        warnings.warn(f"--keep-fields: {fields} in no record", UserWarning, stacklevel=1)
+        warnings.warn(f"--keep-fields: {fields} in no record", DxpWarning, stacklevel=1)
 
 
 def _readable_input(path: Path) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import warn
+from ..errors import DxpWarning, warn
 from .table import EmbeddingTable, _immutable, unusable_words
 
 #: Layout of the converted GloVe cache. It is part of the folder's name, so a cache written
@@ -85,7 +85,7 @@ def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
             f"cannot create the GloVe cache folder {cache_path(*name)} ({_reason(error)}): "
             "converting the vectors in memory on every load; set DXP_CACHE to a writable "
             "folder",
-            UserWarning,
+            DxpWarning,
         )
     if folder is not None:
         try:
@@ -94,7 +94,7 @@ def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
             pass  # first use (or a conversion that never finished): convert
         except _CacheProblem as problem:
             warn(
-                f"the GloVe cache {folder} is damaged ({problem}): converting it again", UserWarning
+                f"the GloVe cache {folder} is damaged ({problem}): converting it again", DxpWarning
             )
     words, vectors = _convert_glove(*sources)
     if folder is not None:
@@ -105,7 +105,7 @@ def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
                 f"cannot write the GloVe cache {folder} ({_reason(error)}): using the "
                 "conversion in memory for this load; make the folder writable, delete it, "
                 "or set DXP_CACHE to a writable folder",
-                UserWarning,
+                DxpWarning,
             )
     return words[:size], _immutable(vectors[:size])
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._normalize import INVISIBLE, normalize_word
 from .._validation import check_int, check_matrix, check_text
-from ..errors import warn
+from ..errors import DxpWarning, warn
 
 if TYPE_CHECKING:
     from gensim.models import KeyedVectors
@@ -287,7 +287,7 @@ class EmbeddingTable:
                 f"KeyedVectors: dropped {len(keyless)} row(s) without a word (rows never "
                 "filled: preallocated with count=, or left by a word repeated in a vectors "
                 f"file, which keeps its first vector), e.g. row {keyless[0]}",
-                UserWarning,
+                DxpWarning,
             )
             kept = [row for row, key in enumerate(words) if key is not None]
             words, vectors = [words[row] for row in kept], vectors[kept]
@@ -364,7 +364,7 @@ def _usable_rows(words: Sequence[str], source: str) -> list[int] | None:
     warn(
         f"{source}: dropped {len(bad)} word(s) that no text can look up as one token "
         f"(whitespace, NUL, invisible only or invalid Unicode), e.g. row {bad[0][0]}",
-        UserWarning,
+        DxpWarning,
     )
     dropped = {position for position, _ in bad}
     return [row for row in range(len(words)) if row not in dropped]

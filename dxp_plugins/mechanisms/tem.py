@@ -56,7 +56,7 @@ import numpy as np
 from .._validation import check_int, check_probability
 from ..distances import Metric, MetricFunction, get_metric
 from ..embeddings.table import OOV_ID, EmbeddingTable
-from ..errors import warn
+from ..errors import DxpWarning, warn
 from ..guarantee import Accountant
 from .base import Mechanism
 
@@ -452,7 +452,7 @@ class TEM(Mechanism):
             f"({diameter:.3g}): nothing is truncated, and output probabilities differ by at "
             f"most a factor {spread:.3g} across the vocabulary. epsilon is per unit of "
             f"{self.metric} distance: calibrate it for this metric (dxp_plugins.calibration)",
-            UserWarning,
+            DxpWarning,
         )
 
     # -- parameters: epsilon and beta can be reassigned (validated; caches are keyed by the

@@ -44,7 +44,7 @@ from .._normalize import is_invisible
 from .._random import RandomSource
 from .._validation import check_choice
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
-from ..errors import OOVError, warn
+from ..errors import DxpWarning, OOVError, warn
 from ..guarantee import Accountant
 from ..text import (
     TokenizedText,
@@ -100,7 +100,7 @@ class Privatizer:
                 f"dxp_privatizer in a {nlp.lang!r} pipeline: it privatizes that pipeline's "
                 f"tokens, but its punctuation allow-list and spacing rules are English, so "
                 f"the private text may be spaced oddly and differ from the other doors'",
-                UserWarning,
+                DxpWarning,
             )
 
     # -- configuration -----------------------------------------------------------------------
@@ -435,7 +435,7 @@ class Privatizer:
             warn(
                 f"saving without the embeddings fingerprint (they cannot be loaded here: "
                 f"{type(error).__name__}); the loaded pipeline cannot check its embeddings",
-                UserWarning,
+                DxpWarning,
             )
             return None
 
