@@ -128,7 +128,14 @@ def test_public_names_are_visible_to_type_checkers():
         for alias in node.names
         if alias.asname == alias.name
     }
-    eager = {"BudgetExceededError", "DxpError", "OOVError", "PrivacyWarning", "TextTooLongError"}
+    eager = {
+        "BudgetExceededError",
+        "DxpError",
+        "DxpWarning",
+        "OOVError",
+        "PrivacyWarning",
+        "TextTooLongError",
+    }
     assert set(literal_all) == eager | {"SeededRandomnessWarning", "__version__", *dxp._LAZY}
     assert set(dxp._LAZY) | set(dxp._SUBMODULES) <= re_exported
     assert resources.files("dxp_plugins").joinpath("py.typed").is_file()
