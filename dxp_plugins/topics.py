@@ -165,11 +165,12 @@ def _dictionary(matrix: sp.csr_matrix, feature_names: Sequence[str]) -> Any:
 
 
 def gensim_lda(counts: Any, feature_names: Sequence[str], num_topics: int, **params: Any) -> Any:
-    """gensim ``LdaModel`` fitted on (private) counts through :func:`to_gensim`."""
+    """gensim ``LdaModel`` fitted on (private) counts through :func:`to_gensim`; its
+    ``id2word`` is the gensim ``Dictionary`` (so ``doc2bow`` and ``get_term_topics`` work)."""
     from gensim.models import LdaModel
 
     corpus, dictionary = to_gensim(counts, feature_names)
-    return LdaModel(corpus=corpus, id2word=dictionary.id2token, num_topics=num_topics, **params)
+    return LdaModel(corpus=corpus, id2word=dictionary, num_topics=num_topics, **params)
 
 
 def coherence(
@@ -213,6 +214,17 @@ def coherence(
                 DxpWarning,
                 stacklevel=2,
             )
+    else:
+        seen = {token for text in texts or () for token in text}
+        absent = {word for topic in topics for word in topic if word not in seen}
+        if absent:
+            warnings.warn(
+                f"{len(absent)} topic word(s) never occur in the reference texts: "
+                f"{measure} is undefined for the topics holding them (gensim gives nan or "
+                "inf), and the mean is then nan",
+                DxpWarning,
+                stacklevel=2,
+            )
     model = CoherenceModel(
         topics=[list(topic) for topic in topics],
         corpus=list(corpus),
@@ -221,7 +233,10 @@ def coherence(
         coherence=measure,
         **{"processes": 1, **params},
     )
-    return float(model.get_coherence())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(model.get_coherence())
+    # +inf (c_npmi, c_uci) would read as the best possible score: undefined is nan.
+    return value if np.isfinite(value) else float("nan")
 
 
 def lsa_accuracy(

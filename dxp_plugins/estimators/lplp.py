@@ -29,6 +29,7 @@ from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, v
 from .._random import RandomSource
 from .._validation import check_epsilon, check_int, check_no_fit_params
 from ..embeddings.table import EmbeddingTable
+from ..errors import PrivacyWarning, warn
 from ..guarantee import Accountant
 from ..lplp import calibration as lplp_calibration
 from ..lplp.calibration import NoiseCalibration, lplp_unit
@@ -242,6 +243,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         release would exceed (also with other threads charging it) refuses the call with
         nothing spent. ``fit`` takes no parameters, so any ``fit_params`` is refused."""
         check_no_fit_params(self, fit_params)
+        _refuse_sparse_frames(self, X)  # before the joint charge
         return self._transform(X, charged=self._fit(X, releasing=True))
 
     def _fit(self, X: Any, *, releasing: bool) -> NoiseCalibration | None:
@@ -251,6 +253,14 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         X = _validate_counts(self, X, reset=True)
         counts = check_counts(X)
         n_features = counts.shape[1]
+        if self.vocabulary is None:
+            warn(
+                "LPLPTransformer without a vocabulary: its guarantee holds only if the count "
+                "columns are public (a fixed word list, not one CountVectorizer learned from "
+                "the private texts, whose names would be released noiselessly); pass that "
+                "public list as vocabulary= to say so",
+                PrivacyWarning,
+            )
         n_changes = check_int(self.n_changes, "n_changes", minimum=1)
         if self.n_groups is None:
             n_groups = n_features
@@ -391,6 +401,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         """:meth:`transform`; ``charged``: the release was charged already, at it."""
         check_is_fitted(self, "release_")
         self._check_params_unchanged()
+        _refuse_sparse_frames(self, X)
         X = _validate_counts(self, X, reset=False)
         if charged is None:
             private, _ = self.release_.release(X)
@@ -451,6 +462,22 @@ def _same_param(value: Any, fitted: Any) -> bool:
                 _same_param(a, b) for a, b in zip(value, fitted, strict=True)
             )
     return False
+
+
+def _refuse_sparse_frames(estimator: LPLPTransformer, X: Any) -> None:
+    """Refuse, before any charge, a sparse release that scikit-learn's pandas/polars output
+    wrapper would reject only after it was charged and drawn (every retry paying again)."""
+    try:
+        from sklearn.utils._set_output import _get_output_config
+    except ImportError:  # pragma: no cover - a scikit-learn without the wrapper
+        return
+    container = _get_output_config("transform", estimator)["dense"]
+    if sp.issparse(X) and container != "default":
+        raise ValueError(
+            f"transform output is set to {container!r}, which cannot hold the sparse counts "
+            f"this release returns for sparse input: pass dense counts (X.toarray()) or "
+            f"set_output(transform='default'); nothing was charged"
+        )
 
 
 def _words_in_column_order(vocabulary: Any) -> tuple[Any, ...]:
