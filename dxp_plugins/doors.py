@@ -423,7 +423,8 @@ def check_embeddings_setting(
         if isinstance(embeddings, EmbeddingTable) and embeddings.frequency_rank is None:
             raise ValueError(
                 "vocab_size keeps the most frequent words, but this EmbeddingTable has "
-                "no frequency_rank"
+                "no frequency_rank (for gensim vectors in frequency order: "
+                "EmbeddingTable.from_keyed_vectors(kv, frequency_ordered=True))"
             )
     return embeddings, params, vocab_size
 

@@ -357,7 +357,11 @@ def _load_word2vec_format(path: Path, binary: bool, no_header: bool, limit: int 
             else:
                 line = _first_undecodable_line(path)
                 where = f", line {line}" if line is not None else ""
-                message = f"{path}{where}: not UTF-8 text ({error.reason}); re-encode it as UTF-8"
+                message = f"{path}{where}: not UTF-8 text ({error.reason}); " + (
+                    "a binary word2vec file? pass binary=True"
+                    if _has_word2vec_header(path)
+                    else "re-encode it as UTF-8"
+                )
         except EOFError:
             message = (
                 f"{path}: the file ends before the number of vectors its header line "

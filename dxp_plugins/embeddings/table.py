@@ -239,7 +239,11 @@ class EmbeddingTable:
         returns the same table, with its indexes."""
         n = check_int(n, "vocab_size", minimum=1)
         if self._rank is None:
-            raise ValueError("this table has no frequency rank; cannot keep the most frequent")
+            raise ValueError(
+                "this table has no frequency rank; cannot keep the most frequent (gensim "
+                "vectors in frequency order, as load_word2vec_format and gensim's downloader "
+                "keep them: pass frequency_ordered=True to the loader)"
+            )
         if n >= len(self):
             return self
         key = ("most-frequent", n)

@@ -168,7 +168,15 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     def transform(self, X: Iterable[str]) -> list[str]:
         """Private texts (with ``privatize_at="fit"``: the texts unchanged)."""
         check_is_fitted(self, "settings_")
-        X = _documents(X)
+        given = _get_feature_names(X)
+        X = _documents(X)  # one text column first
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and given is not None and list(given) != list(fitted):
+            # scikit-learn's rule: another column than the fitted one is a mistake, refused.
+            raise ValueError(
+                f"The feature names should match those that were passed during fit: fitted "
+                f"on {list(fitted)!r}, given {list(given)!r}"
+            )
         if self._fit_settings() != self.settings_:
             raise ValueError("parameters changed since fit; call fit again")
         if self.settings_.privatize_at == "fit":

@@ -1,4 +1,4 @@
-"""The scikit-learn LPLP door under what a scikit-learn user does (fifteenth session's
+"""The scikit-learn and gensim doors under what their users do (fifteenth session's
 review: P1, C1)."""
 
 from __future__ import annotations
@@ -88,3 +88,36 @@ def test_gensim_lda_keeps_the_dictionary():
     model = gensim_lda(counts, vocabulary, num_topics=2, random_state=0)
     assert isinstance(model.id2word, Dictionary)
     assert model.id2word.doc2bow(["hockey", "team"]) and model.get_term_topics("hockey") is not None
+
+
+def test_transform_refuses_another_column_than_the_fitted_one():
+    """U3: fitted on df[["review"]], transform(df[["notes"]]) privatized the wrong column
+    silently; scikit-learn's own transformers refuse other feature names."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"review": ["a fine film"], "notes": ["the team won"]})
+    step = dxp.TextPrivatizer(epsilon=10.0, vocab_size=2000).fit(frame[["review"]])
+    with pytest.raises(ValueError, match="feature names should match"):
+        step.transform(frame[["notes"]])
+    assert step.accountant_.spent == 0
+    assert len(step.transform(frame[["review"]])) == 1
+
+
+def test_gensim_loader_messages_point_to_the_flag_that_is_missing(tmp_path):
+    """U2: a binary word2vec file read as text was told to "re-encode it as UTF-8", and
+    vocab_size over KeyedVectors never mentioned frequency_ordered=True."""
+    from gensim.models import KeyedVectors
+
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=50)
+    vectors = KeyedVectors(vector_size=table.dim)
+    vectors.add_vectors(list(table.words), np.asarray(table.vectors))
+    path = tmp_path / "vectors.bin"
+    vectors.save_word2vec_format(str(path), binary=True)
+    with pytest.raises(ValueError, match="binary=True"):
+        dxp.load_embeddings("keyed-vectors.v1", path=str(path))
+    assert len(dxp.load_embeddings("keyed-vectors.v1", path=str(path), binary=True)) == 50
+    with pytest.raises(ValueError, match="frequency_ordered=True"):
+        dxp.EmbeddingTable.from_keyed_vectors(vectors).most_frequent(10)
+    with pytest.raises(ValueError, match="frequency_ordered=True"):
+        dxp.TextPrivatizer(
+            epsilon=1.0, embeddings=dxp.EmbeddingTable.from_keyed_vectors(vectors), vocab_size=10
+        ).fit(["a b"])
