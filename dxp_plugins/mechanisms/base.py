@@ -40,16 +40,15 @@ class Reservation:
         self.tokens = tokens
         self.left = tokens
 
-    def take(self, tokens: int) -> float:
-        """Take ``tokens`` of the charge for a part; returns the epsilon to sample it at.
-        Raises before that part draws any noise if it would exceed the charge."""
+    def take(self, tokens: int) -> None:
+        """Take ``tokens`` of the charge for a part (sampled at :attr:`epsilon`); raises
+        before that part draws any noise if it would exceed the charge."""
         if tokens > self.left:
             raise RuntimeError(
                 "a part of the release privatized more tokens than were charged: "
                 "no noise was drawn for it"
             )
         self.left -= tokens
-        return self.epsilon
 
 
 class Mechanism(ABC):
