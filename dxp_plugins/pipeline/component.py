@@ -107,20 +107,19 @@ class Privatizer:
     def _check_attributes_free(self, nlp: Language) -> None:
         """Refuse attribute names another privatizer of ``nlp`` writes: the second would
         refuse every Doc the first released (a Doc holds one release per attribute)."""
-        mine = {("token", self.token_attr), ("doc", self.doc_attr), ("doc", self.guarantee_attr)}
         for name, other in nlp.pipeline:
             if isinstance(other, Privatizer) and other is not self:
-                theirs = {
-                    ("token", other.token_attr),
-                    ("doc", other.doc_attr),
-                    ("doc", other.guarantee_attr),
-                }
-                if mine & theirs:
-                    taken = ", ".join(f"{kind}._.{attr}" for kind, attr in sorted(mine & theirs))
+                taken = sorted(self._written() & other._written())
+                if taken:
                     raise ValueError(
-                        f"{name!r} already writes {taken}: give this privatizer other "
-                        f"token_attr, doc_attr and guarantee_attr"
+                        f"{name!r} already writes "
+                        f"{', '.join(f'{kind}._.{attr}' for kind, attr in taken)}: give this "
+                        f"privatizer other token_attr, doc_attr and guarantee_attr"
                     )
+
+    def _written(self) -> set[tuple[str, str]]:
+        """The extension attributes this component writes, as ``(owner, name)``."""
+        return {("token", self.token_attr), ("doc", self.doc_attr), ("doc", self.guarantee_attr)}
 
     def _configure(self, config: dict[str, Any]) -> None:
         values = {**DEFAULT_CONFIG, **config}
