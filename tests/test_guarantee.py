@@ -589,3 +589,57 @@ def test_the_largest_document_fits_the_counts(glove_5k):
         with pytest.raises(ValueError, match="max_document_tokens"):
             dataclasses.replace(record, max_document_tokens=most)
     assert dataclasses.replace(record, max_document_tokens=50).max_document_spend == 100.0
+
+
+def test_combine_is_the_step_by_step_merge_errors_included(glove_5k):
+    """combine and merge build one record instead of three per step (review 15, speed):
+    the result, and the error of a step that fails (settings that differ, a largest
+    document the running totals refuse, another kind of record), are those of merging one
+    record at a time with every intermediate record built and checked."""
+    import random
+
+    from dxp_plugins.guarantee import _fold_checked
+
+    base = dxp.Madlib(glove_5k, 2.0).guarantee(1)
+    rnd = random.Random(15)
+
+    def record():
+        tokens, releases = rnd.randint(0, 9), rnd.choice([0, 1, 1, 2, 3])
+        passed = rnd.randint(0, 4)
+        most = None
+        if tokens and rnd.random() < 0.3:
+            most = rnd.randint(-(-tokens // max(releases, 1)), tokens)
+        changes: dict[str, object] = {}
+        roll = rnd.random()
+        if roll < 0.03:
+            changes["epsilon"] = 5.0
+        elif roll < 0.05:
+            changes["selection"] = "nouns"
+        return dataclasses.replace(
+            base,
+            tokens_privatized=tokens,
+            tokens_passed_through=passed,
+            words_passed_through=rnd.randint(0, passed),
+            releases=releases,
+            max_document_tokens=most,
+            **changes,
+        )
+
+    def outcome(merge, records):
+        try:
+            return merge(records)
+        except (TypeError, ValueError) as error:
+            return type(error), str(error)
+
+    kinds = set()
+    for _ in range(3000):
+        records = [record() for _ in range(rnd.randint(1, 7))]
+        if rnd.random() < 0.01:
+            records.append("not a record")
+        expected = outcome(lambda r: _fold_checked(r[0], r[1:]), records)
+        assert outcome(Guarantee.combine, records) == expected
+        if len(records) == 2:
+            assert outcome(lambda r: r[0].merge(r[1]), records) == expected
+        kinds.add(expected[0] if isinstance(expected, tuple) else "merged")
+    assert kinds == {"merged", ValueError, TypeError}
+    assert Guarantee.combine([]) is None and Guarantee.combine([base]) is base
