@@ -337,14 +337,18 @@ def _privatize_stream(
     select: Selector | None,
     nlp: Any,
     charged: Reservation | None = None,
+    kept: Sequence[list[TokenizedText] | None] = (),
 ) -> Iterator[PrivateText]:
     """``charged``: the reservation by which the caller charged every text's tokens already
-    (:func:`privatize_all`): each batch takes its tokens from it, sampled at its epsilon."""
-    for start, group, long in _plan(texts, batch_size, select, nlp):
+    (:func:`privatize_all`): each batch takes its tokens from it, sampled at its epsilon.
+    ``kept``: the tokenized batches :func:`_checked` kept, in the order of :func:`_plan`
+    (None, or past its end: tokenize the batch again)."""
+    for number, (start, group, long) in enumerate(_plan(texts, batch_size, select, nlp)):
         if long:
             yield _privatize_long(group[0], mechanism, start, charged)
         else:
-            yield from _privatize_batch(group, mechanism, select, nlp, start, charged)
+            docs = kept[number] if number < len(kept) else None
+            yield from _privatize_batch(group, mechanism, select, nlp, start, charged, docs)
 
 
 def privatize_all(
@@ -369,14 +373,15 @@ def privatize_all(
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
     texts = list(texts)  # read twice: counted, then privatized
-    tokens = _checked(texts, mechanism, batch_size, select, nlp)
+    kept: list[list[TokenizedText] | None] = []  # what counting tokenized, reused below
+    tokens = _checked(texts, mechanism, batch_size, select, nlp, kept)
     if mechanism.accountant.cap is None or tokens is None or _overrides_batches(mechanism):
-        return list(
-            privatize_texts(texts, mechanism, batch_size=batch_size, select=select, nlp=nlp)
-        )
+        return list(_privatize_stream(texts, mechanism, batch_size, select, nlp, None, kept))
     reservation = mechanism._reserve(tokens)  # one charge: a refusal comes before any noise
     with _released_as_charged(mechanism, reservation):
-        results = list(_privatize_stream(texts, mechanism, batch_size, select, nlp, reservation))
+        results = list(
+            _privatize_stream(texts, mechanism, batch_size, select, nlp, reservation, kept)
+        )
     if results:  # one charge, one release: its record, as privatize_batch leaves one
         mechanism.last_guarantee = Guarantee.combine(result.guarantee for result in results)
     return results
@@ -471,19 +476,26 @@ def _checked(
     batch_size: int,
     select: Selector | None,
     nlp: Any,
+    kept: list[list[TokenizedText] | None] | None = None,
 ) -> int | None:
     """:func:`check_texts` but the accountant: raises what the texts would raise midway;
     returns the tokens privatizing them would charge when it tokenized them (under
-    ``oov="raise"`` or with a capped accountant), else None."""
+    ``oov="raise"`` or with a capped accountant), else None. ``kept``: a list to which
+    the tokenized batches are appended, one entry per batch of :func:`_plan` (None for a
+    long text, and for every batch once :data:`KEPT_TOKENS` tokens are kept), so that a
+    caller holding every text anyway (:func:`privatize_all`) need not tokenize (or tag)
+    them again."""
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if nlp is not None:
         check_english(nlp, "nlp")
     tokens = mechanism.oov == "raise" or mechanism.accountant.cap is not None
-    charged = 0
+    charged = held = 0
     for start, group, long in _plan(texts, batch_size, select, nlp):
         if long:
             if tokens:
                 charged += _check_long(group[0], mechanism, start)
+            if kept is not None:
+                kept.append(None)
             continue
         blank = [is_invisible(text) for text in group]
         _check_lengths(group, blank, nlp, start)
@@ -493,7 +505,15 @@ def _checked(
                 charged += mechanism.check_release(_chosen(docs))
             except OOVError as error:
                 raise _relocated(error, blank, start) from None
+            if kept is not None:
+                held += sum(len(doc.words) for doc in docs)
+                kept.append(docs if held <= KEPT_TOKENS else None)
     return charged if tokens else None
+
+
+#: :func:`privatize_all` reuses the tokens its pre-pass read for at most this many tokens
+#: (about 100 bytes each as token lists: ~25 MiB), and tokenizes the texts beyond them again.
+KEPT_TOKENS = 1 << 18
 
 
 #: Texts longer than this (characters) go through the public tokenizer and the mechanism in
@@ -601,12 +621,15 @@ def _privatize_batch(
     nlp: Any = None,
     start: int = 0,
     charged: Reservation | None = None,
+    docs: list[TokenizedText] | None = None,
 ) -> Iterator[PrivateText]:
     """``texts`` start at index ``start`` of the caller's texts (named in OOV errors);
-    ``charged``: see :func:`privatize_tokenized`."""
+    ``charged``: see :func:`privatize_tokenized`; ``docs``: the non-blank ``texts`` as
+    :func:`_tokenized` gave them to :func:`_checked` (their lengths checked there)."""
     blank = [is_invisible(text) for text in texts]
-    _check_lengths(texts, blank, nlp, start)
-    docs = _tokenized(texts, blank, select, nlp)
+    if docs is None:
+        _check_lengths(texts, blank, nlp, start)
+        docs = _tokenized(texts, blank, select, nlp)
     selection = None if select is None else getattr(select, "description", "custom selector")
     try:
         released = privatize_tokenized(docs, mechanism, selection, _charged=charged)

@@ -345,7 +345,9 @@ def test_a_selector_changing_its_choice_between_passes_is_refused_as_charged(
     than in the counting one made the final count check raise, but noise had been drawn
     for tokens never charged and ``last_guarantee`` named the last batch, not what the
     ledger saw. Now a part that would exceed the charge is refused before its noise, and a
-    failed call leaves the record of its charge."""
+    failed call leaves the record of its charge. (The release reuses the counting pass's
+    tokens up to ``text.KEPT_TOKENS``, so only texts beyond them are selected again: 0 here.)"""
+    monkeypatch.setattr(dxp.text, "KEPT_TOKENS", 0)
     ledger = dxp.Accountant(cap=1e6)
     mech = dxp.make_mechanism("madlib", table, epsilon=2.0, accountant=ledger)
     sampled = sampled_spy(mech, monkeypatch)
@@ -366,3 +368,34 @@ def test_a_capped_call_leaves_the_record_of_its_one_release(table):
     assert record == Guarantee.combine(result.guarantee for result in results)
     assert record.tokens_privatized == ledger.tokens_privatized == 5
     assert record.spend == ledger.spent
+
+
+def test_a_capped_call_selects_each_text_once_within_the_kept_tokens(table, monkeypatch):
+    """Review 15 (speed): the counting pass's tokens are reused by the release, so a capped
+    call tokenizes (and tags, and selects) each text once, not twice; the selection charged
+    is then the one released, even for a selector that changes its mind."""
+    ledger = dxp.Accountant(cap=1e6)
+    mech = dxp.make_mechanism("madlib", table, epsilon=2.0, accountant=ledger)
+    sampled = sampled_spy(mech, monkeypatch)
+    select = Flipping(1, 4)
+    results = dxp.text.privatize_all(["the team won it", "won it again"], mech, select=select)
+    assert select.calls == 2 and ledger.tokens_privatized == sum(sampled) == 1 + 3
+    assert [result.guarantee.tokens_privatized for result in results] == [1, 3]
+
+
+@pytest.mark.parametrize("kept", [0, 3, 1 << 18])
+def test_reusing_the_counted_tokens_leaves_the_seeded_release_unchanged(table, monkeypatch, kept):
+    """The same seeded words, records and spend whether the release reuses the tokens the
+    counting pass read (all of them, those of the first batches within ``KEPT_TOKENS``) or
+    tokenizes every text again (0), blank and long texts included."""
+    texts = ["The team won, 3-1!", "  ", "a fine zq7secret day", LONG, "won again", "the end"]
+
+    def release(limit):
+        monkeypatch.setattr(dxp.text, "KEPT_TOKENS", limit)
+        ledger = dxp.Accountant(cap=1e9)
+        with pytest.warns(dxp.SeededRandomnessWarning):
+            mech = dxp.make_mechanism("tem", table, epsilon=3.0, accountant=ledger, random_state=4)
+        results = dxp.text.privatize_all(texts, mech, batch_size=2)
+        return [(r.text, r.guarantee) for r in results], ledger.to_dict()
+
+    assert release(kept) == release(0)
