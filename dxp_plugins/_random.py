@@ -45,6 +45,9 @@ _CHACHA_ROUNDS = 20
 
 #: Numbers the seeded keyings of copies and forked objects in this process (module doc).
 _KEYINGS = itertools.count()
+#: First entry of a seeded helper stream's key (:meth:`RandomSource.helper`): four entries,
+#: where a copy's stream has three and an ``independent`` one one, so they never coincide.
+_HELPER_STREAM = 0x4C504C50
 
 
 def _secure_generator() -> np.random.Generator:
@@ -120,6 +123,19 @@ class RandomSource:
         if self._seed is None:
             return _secure_generator()
         return _seeded_generator(self._seed, (check_int(stream, "stream", minimum=0),))
+
+    def helper(self, rng: np.random.Generator) -> np.random.Generator:
+        """A second generator for one release that draws part of its noise on another
+        thread (numpy serialises the draws of one generator, so two threads need two):
+        for a secure source a fresh one keyed from the operating system, for a seeded
+        source one derived from the seed and two numbers drawn from ``rng`` (the release's
+        own stream, one draw), so a seeded run stays reproducible and no two releases
+        share a helper stream. The caller keeps it for that release only (never stored,
+        never pickled, like every generator here)."""
+        if self._seed is None:
+            return _secure_generator()
+        drawn = rng.integers(0, 2**63, size=2).tolist()
+        return _seeded_generator(self._seed, (_HELPER_STREAM, *drawn, 0))
 
     def _new_generator(self, pid: int) -> np.random.Generator:
         if self._seed is None:

@@ -90,6 +90,13 @@ def _bernoulli_positions(rng: np.random.Generator, size: int, probability: float
     return positions[positions < size]
 
 
+def is_dense(rate: float) -> bool:
+    """Whether :func:`sample_two_sided_geometric` draws two exponentials for every entry at
+    ``rate`` (else only the non-zero entries are drawn)."""
+    alpha = np.exp(-rate)
+    return bool(2.0 * alpha / (1.0 + alpha) >= SPARSE_BELOW)
+
+
 def sample_two_sided_geometric(
     rng: np.random.Generator, shape: int | tuple[int, ...], rate: float
 ) -> np.ndarray:

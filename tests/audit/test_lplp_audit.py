@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import dxp_plugins as dxp
-from dxp_plugins.audit import epsilon_lower_bound, g_test
+from dxp_plugins.audit import coincidence_z, epsilon_lower_bound, g_test
 from dxp_plugins.estimators.lplp import LPLPTransformer
 from dxp_plugins.lplp import calibration as calibration_module
 from dxp_plugins.lplp import noise
@@ -157,6 +157,51 @@ def test_exact_law_of_uncompressed_release(epsilon):
     flat = np.ravel_multi_index(np.indices((cap + 1,) * 3).reshape(3, -1), (cap + 2,) * 3)
     observed = np.r_[np.bincount(cells, minlength=(cap + 2) ** 3)[flat], (~inside).sum()]
     assert g_test(observed, np.r_[probabilities, max(1.0 - probabilities.sum(), 0.0)]) > P_FAIL
+
+
+# -- T1/T4: a large release draws half its rows on a helper thread (review 15, speed) ---------
+def split_release_noise(monkeypatch, seed=None):
+    """Noise of a release large enough to be split between two threads and generators:
+    K = M (no decompression draw) and counts of 1000 (the clamp at zero out of reach)."""
+    from dxp_plugins.lplp import release as release_module
+
+    monkeypatch.setattr(release_module, "_usable_cpus", lambda: 2)  # split on any machine
+    rows, columns = 40_000, 5
+    assert rows * columns >= release_module.SPLIT_ENTRIES
+    release = LPLPRelease(np.arange(columns), epsilon=0.5, random_state=seed)
+    output, _ = release.release(np.full((rows, columns), 1000, dtype=np.int64))
+    return output.toarray() - 1000
+
+
+def assert_halves_independent(drawn: np.ndarray) -> None:
+    """Each half has the exact law, and the halves are independent draws: rows of the first
+    half coincide with rows of the second no more often than independent noise does."""
+    half = len(drawn) // 2
+    for part in (drawn[:half], drawn[half:]):
+        assert noise_pvalue(part.ravel(), 0.5) > P_FAIL
+    support = np.arange(-60, 61)
+    law = noise.two_sided_geometric_pmf(support, 0.5)
+    law = law / law.sum()
+    first = np.clip(drawn[:half].ravel(), -60, 60)
+    second = np.clip(drawn[half : 2 * half].ravel(), -60, 60)
+    assert abs(coincidence_z(first, second, law, law)) < 6.0
+
+
+@pytest.mark.parametrize("seed", [None, 5])
+def test_a_split_release_draws_independent_halves(monkeypatch, seed):
+    assert_halves_independent(split_release_noise(monkeypatch, seed))
+
+
+def test_a_split_release_with_a_replayed_helper_stream_is_caught(monkeypatch):
+    """T4: a helper generator that replays the release's own stream (the same key and
+    counter) gives both halves the same noise; the coincidence check must fail on it."""
+    import copy
+
+    from dxp_plugins._random import RandomSource
+
+    monkeypatch.setattr(RandomSource, "helper", lambda self, rng: copy.deepcopy(rng))
+    with pytest.raises(AssertionError):
+        assert_halves_independent(split_release_noise(monkeypatch))
 
 
 # -- T3: black-box audit through the transformer ----------------------------------------------
