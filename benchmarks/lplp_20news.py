@@ -261,8 +261,8 @@ def throughput(vocabulary: list[str], vocab: int, ratio: int) -> None:
     (RESULTS / "lplp_throughput.md").write_text(
         f"# LPLP throughput (compress + noise + decompress)\n\n`benchmarks/lplp_20news.py "
         f"--throughput --vocab {vocab} --ratio {ratio}` on {machine()}; {counts.shape[0]} "
-        f"20 Newsgroups training posts, M={len(vocabulary)}, secure ChaCha20 noise, one "
-        f"thread.\n\n{markdown}\n"
+        f"20 Newsgroups training posts, M={len(vocabulary)}, secure ChaCha20 noise (a large "
+        f"dense release draws half its rows on a second thread).\n\n{markdown}\n"
     )
 
 
