@@ -205,26 +205,30 @@ def coherence(
             if isinstance(word, str)
             and dictionary.dfs.get(dictionary.token2id.get(word, -1), 0) == 0
         }
-        if absent:
-            warnings.warn(
-                f"{len(absent)} topic word(s) never occur in the reference counts: their "
-                "u_mass terms are artefacts (gensim scores a pair conditioned on such a word "
+        where, consequence = (
+            "counts",
+            (
+                "their u_mass terms are artefacts (gensim scores a pair conditioned on such a word "
                 "0, the best value, and a pair ending on one about log(1e-12)), so the "
-                "coherence of these topics is not meaningful",
-                DxpWarning,
-                stacklevel=2,
-            )
+                "coherence of these topics is not meaningful"
+            ),
+        )
     else:
         seen = {token for text in texts or () for token in text}
         absent = {word for topic in topics for word in topic if word not in seen}
-        if absent:
-            warnings.warn(
-                f"{len(absent)} topic word(s) never occur in the reference texts: "
-                f"{measure} is undefined for the topics holding them (gensim gives nan or "
-                "inf), and the mean is then nan",
-                DxpWarning,
-                stacklevel=2,
-            )
+        where, consequence = (
+            "texts",
+            (
+                f"{measure} is undefined for the topics holding them (gensim gives nan or inf), "
+                "and the mean is then nan"
+            ),
+        )
+    if absent:
+        warnings.warn(
+            f"{len(absent)} topic word(s) never occur in the reference {where}: {consequence}",
+            DxpWarning,
+            stacklevel=2,
+        )
     model = CoherenceModel(
         topics=[list(topic) for topic in topics],
         corpus=list(corpus),

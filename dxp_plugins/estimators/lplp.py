@@ -393,6 +393,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         """Private counts of each row of X (int64, same features; CSR for sparse input, a
         ``csr_array`` for a sparse array, an array for dense input, as scikit-learn's
         transformers keep the container); fresh noise per call."""
+        _refuse_sparse_frames(self, X)
         return self._transform(X, charged=None)
 
     def _transform(
@@ -401,7 +402,6 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         """:meth:`transform`; ``charged``: the release was charged already, at it."""
         check_is_fitted(self, "release_")
         self._check_params_unchanged()
-        _refuse_sparse_frames(self, X)
         X = _validate_counts(self, X, reset=False)
         if charged is None:
             private, _ = self.release_.release(X)
