@@ -169,6 +169,47 @@ def test_balanced_kmeans_handles_duplicate_points():
     assert np.bincount(labels).tolist() == [3, 3, 3, 3]
 
 
+def test_squared_distances_match_the_definition_across_chunks(monkeypatch):
+    monkeypatch.setattr(balanced, "_CHUNK", 7)
+    rng = np.random.default_rng(3)
+    points, centroids = rng.normal(size=(30, 5)), rng.normal(size=(4, 5))
+    expected = ((points[:, None, :] - centroids[None]) ** 2).sum(axis=-1)
+    np.testing.assert_allclose(balanced._squared_distances(points, centroids), expected)
+
+
+def test_balanced_kmeans_refuses_a_transport_problem_too_big_for_memory(monkeypatch):
+    """Open work 10: refused before the k-means warm start, with the estimate in the message."""
+    monkeypatch.setattr(balanced, "available_memory", lambda: 1000)
+
+    def no_warm_start(*args, **kwargs):
+        raise AssertionError("the warm start ran before the memory check")
+
+    monkeypatch.setattr("sklearn.cluster.KMeans", no_warm_start)
+    points = np.random.default_rng(0).normal(size=(4000, 3))
+    with pytest.raises(MemoryError, match=r"4,000 words into 1,000 clusters needs about 0\.2 GiB"):
+        balanced.balanced_kmeans(points, 1000, np.random.default_rng(0))
+    with pytest.raises(MemoryError, match="'random' or 'frequency' grouping"):
+        balanced.balanced_kmeans(points[:100], 10, np.random.default_rng(0), solver="transport")
+    # the Hungarian solver (up to HUNGARIAN_MAX points) is not the transport estimate's concern
+    monkeypatch.undo()
+    monkeypatch.setattr(balanced, "available_memory", lambda: 1000)
+    labels = balanced.balanced_kmeans(points[:100], 10, np.random.default_rng(0))
+    assert np.bincount(labels).tolist() == [10] * 10
+
+
+def test_available_memory_reads_this_machine():
+    available = balanced.available_memory()
+    assert available is None or 0 < available < 2**50
+
+
+def test_balanced_kmeans_progress_bar_on_request(capsys):
+    points = np.random.default_rng(1).normal(size=(40, 3))
+    balanced.balanced_kmeans(points, 4, np.random.default_rng(0), progress=True)
+    assert "balanced k-means (40 words, 4 clusters)" in capsys.readouterr().err
+    balanced.balanced_kmeans(points, 4, np.random.default_rng(0), progress=False)
+    assert capsys.readouterr().err == ""
+
+
 # -- calibration ------------------------------------------------------------------------------
 def test_sound_calibration_does_not_rescale():
     sound = calibrate(1.0, 2, 100, 25)

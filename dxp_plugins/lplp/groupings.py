@@ -136,16 +136,30 @@ def frequency_grouping(context: GroupingContext, *, order: str = "rank") -> np.n
 
 
 def glove_cluster_grouping(
-    context: GroupingContext, *, solver: str = "auto", max_iter: int = 20
+    context: GroupingContext,
+    *,
+    solver: str = "auto",
+    max_iter: int = 20,
+    progress: bool | None = None,
 ) -> np.ndarray:
-    """GLOVE-CLUSTER: K equal-size k-means clusters of the word vectors (balanced k-means)."""
+    """GLOVE-CLUSTER: K equal-size k-means clusters of the word vectors (balanced k-means;
+    ``progress``: a bar over its iterations, None = when stderr is a terminal)."""
     return balanced_kmeans(
-        context.word_vectors(), context.n_groups, context.rng, solver=solver, max_iter=max_iter
+        context.word_vectors(),
+        context.n_groups,
+        context.rng,
+        solver=solver,
+        max_iter=max_iter,
+        progress=progress,
     )
 
 
 def glove_disperse_grouping(
-    context: GroupingContext, *, solver: str = "auto", max_iter: int = 20
+    context: GroupingContext,
+    *,
+    solver: str = "auto",
+    max_iter: int = 20,
+    progress: bool | None = None,
 ) -> np.ndarray:
     """GLOVE-DISPERSE: each group takes one word from each of ceil(M/K) equal-size clusters.
 
@@ -156,7 +170,12 @@ def glove_disperse_grouping(
     """
     n_clusters = -(-context.n_features // context.n_groups)
     clusters = balanced_kmeans(
-        context.word_vectors(), n_clusters, context.rng, solver=solver, max_iter=max_iter
+        context.word_vectors(),
+        n_clusters,
+        context.rng,
+        solver=solver,
+        max_iter=max_iter,
+        progress=progress,
     )
     return disperse(clusters, context.n_groups, context.rng)
 
