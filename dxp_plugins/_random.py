@@ -18,7 +18,9 @@ the same count inherited from their parent, still differ); a deep copy or an unp
 does the same, in any process. So worker processes (``nlp.pipe(n_process=2)``), the tasks
 one worker runs (``Pool.map`` and joblib unpickle a mechanism per task) and copies never
 replay one noise stream on different documents (PRIVACY.md 11, 19); copies of a seeded
-source are not reproducible, within a run or across runs.
+source are not reproducible, within a run or across runs, and say so with a
+:class:`~dxp_plugins.errors.SeededRandomnessWarning` when they are made (unpickled or
+deep-copied) or, after a ``fork``, when they key their stream.
 
 Threads share one source. Its lock guards only the keying (:meth:`RandomSource.generator`);
 draws are serialised by numpy's per-call lock (``bit_generator.lock``, which randomgen's
@@ -142,6 +144,8 @@ class RandomSource:
             return _secure_generator()
         if pid == self._origin_pid and not self._is_copy:
             return _seeded_generator(self._seed, ())  # the original: the seed's own stream
+        if not self._is_copy:  # a copy warned when it was made
+            _warn_not_reproducible("a seeded random source forked into another process")
         fresh = int.from_bytes(os.urandom(16), "little")  # pids are reused (module doc)
         return _seeded_generator(self._seed, (pid, next(_KEYINGS), fresh))
 
@@ -153,6 +157,8 @@ class RandomSource:
         self._seed = state["seed"]
         self._origin_pid = state["origin_pid"]
         self._is_copy = True
+        if self._seed is not None:
+            _warn_not_reproducible("an unpickled or deep-copied seeded random source")
         self._lock = fork_safe_lock(self)
         self._pid = -1
         self._generator = None
@@ -165,3 +171,13 @@ class RandomSource:
 
     def __repr__(self) -> str:
         return f"RandomSource({self.mode})"
+
+
+def _warn_not_reproducible(source: str) -> None:
+    warn(
+        f"{source} draws a stream of its own, not the seed's: its "
+        "noise is not reproducible (e.g. in nlp.pipe(n_process=...) workers, joblib or "
+        "multiprocessing tasks, copy.deepcopy), although its guarantees say 'seeded'; "
+        "seed the original object in the process that uses it for reproducible runs",
+        SeededRandomnessWarning,
+    )

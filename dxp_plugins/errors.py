@@ -7,6 +7,7 @@ problem and, where useful, a position, never a token.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import os
 import sys
@@ -91,7 +92,7 @@ def warn(message: str, category: type[Warning]) -> None:
     """``warnings.warn`` attributed to the first frame outside this package and the
     frameworks that call it, so the warning names the user's line whatever the door."""
     prefixes = tuple(_CALLER_PREFIXES.get(name) or _prefix(name) for name in _CALLER_SKIPS)
-    skipped = (*filter(None, prefixes), functools.__file__, contextlib.__file__)
+    skipped = (*filter(None, prefixes), functools.__file__, contextlib.__file__, copy.__file__)
     frame = sys._getframe(1)
     level = 2
     while frame.f_back is not None and frame.f_code.co_filename.startswith(skipped):

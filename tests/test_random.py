@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy as copy_module
 import multiprocessing
 import os
 import pickle
@@ -12,6 +13,7 @@ import pytest
 
 import dxp_plugins as dxp
 from dxp_plugins._random import RandomSource
+from dxp_plugins.errors import SeededRandomnessWarning
 
 
 def test_default_source_is_chacha_keyed_by_the_os():
@@ -239,3 +241,48 @@ def test_independent_streams_are_reproducible_distinct_and_not_the_noise_stream(
     other = secure.independent(1)
     assert other is not generator and other is not secure.independent(1)
     assert not np.array_equal(other.random(8), secure.independent(1).random(8))
+
+
+_NOT_REPRODUCIBLE = "draws a stream of its own, not the seed's"
+
+
+def _round_trip(source: RandomSource) -> RandomSource:
+    return pickle.loads(pickle.dumps(source))
+
+
+@pytest.mark.parametrize("make_copy", [copy_module.deepcopy, _round_trip])
+def test_a_seeded_copy_says_it_is_not_reproducible(make_copy):
+    """Open work 9 (spaCy review U3): a copy's stream is the seed's plus fresh OS bits, so a
+    seeded n_process / joblib run is not reproducible although records say "seeded"."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seeded, secure = RandomSource(3), RandomSource()
+    with pytest.warns(SeededRandomnessWarning, match=_NOT_REPRODUCIBLE) as caught:
+        make_copy(seeded).generator()
+    assert len(caught) == 1 and caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_copy(secure).generator()  # secure copies are what they claim: nothing to say
+        RandomSource(None).generator()
+
+
+def test_a_forked_seeded_source_says_it_is_not_reproducible():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        source = RandomSource(4)
+    source.generator()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report what its first draw warned
+        os.close(read)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            source.generator()
+        messages = " | ".join(str(w.message) for w in caught)
+        os.write(write, messages.encode()[:4000])
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as reader:
+        report = reader.read().decode()
+    os.waitpid(pid, 0)
+    assert "forked into another process" in report and _NOT_REPRODUCIBLE in report
