@@ -57,6 +57,12 @@ def calibrate(
         raise ValueError(f"n_groups ({n_groups}) cannot exceed the {n_features} features")
     check_choice(mode, "calibration", CALIBRATIONS)
     true_epsilon = epsilon if mode == "sound" else n_features * epsilon / n_groups
+    if mode == "paper":  # the rescaled epsilon must itself be a valid one (numerical review F2)
+        true_epsilon = check_epsilon(
+            true_epsilon,
+            f"the paper calibration's true epsilon M*epsilon/K = {n_features}*"
+            f"{epsilon:g}/{n_groups}",
+        )
     rate = check_rate(true_epsilon / n_changes)
     return NoiseCalibration(rate, true_epsilon, epsilon, n_changes, mode)
 

@@ -14,16 +14,26 @@ is exactly two-sided geometric whenever ``E1, E2`` are exact exponentials (for s
 an equivalent sparse construction draws only the non-zero entries, see
 :func:`sample_two_sided_geometric`). The output is an
 integer, so there is no floating-point leakage of the low-order bits of a real-valued sample
-(Mironov 2012); the only float residual is in the law of ``E``:
+(Mironov 2012). numpy's ziggurat draws ``E`` on a grid of spacing at most ``7.7 * 2**-53``
+(about 8.5e-16), so ``floor(E / rate)`` puts a relative error of about ``8.5e-16 / rate`` on
+each value's probability: negligible at ordinary rates, but above 1 below ``rate`` ~ 1e-15,
+where the grid is coarser than one integer step and the parity of a noisy count gave away
+the parity of the true one (numerical review, sixteenth session). So :func:`geometric`
+uses ``floor(E / rate)`` only for ``rate >= SPLIT_BELOW`` (2**-10: relative error below
+9e-13) and below it splits a draw into blocks of ``m = ceil(1 / rate)`` values,
+``G = m A + B``: ``A`` is geometric with ratio ``alpha**m = e**-(rate m)`` (``rate m >= 1``,
+so ``floor(E / (rate m))`` is well resolved) and ``B`` in ``[0, m)`` has
+``Pr[b] ∝ alpha**b``, drawn by proposing exact uniform integers and accepting each with
+probability ``alpha**b >= 1/e`` (relative error below 2**-52). Probabilities far below
+``2**-53`` (the sparse construction's positions at large rates) come from
+:func:`exact_bernoulli`, which draws the power of two of a probability as fair bits.
 
-* numpy's ziggurat draws ``E`` on a grid of spacing at most ``7.7 * 2**-53`` (about 1e-15),
-  so each integer value's probability carries a relative error of about ``1e-15 / rate``
-  (below 1e-9 for ``rate >= 1e-6``, i.e. ``epsilon / N >= 1e-6``);
-* its tail branch is ``7.697 - log1p(-U)`` with a 53-bit ``U``, so ``E <= 44.44``: noise of
-  magnitude above ``44.44 / rate`` is never drawn although its exact probability is at most
-  ``e^{-44.44}``, about 5e-20. A release of K entries is therefore (N, epsilon, delta)-LPLP
-  with ``delta <= 2 K * 5e-20`` besides the relative rounding above, far below any other
-  error in practice.
+What remains is the tail: the ziggurat's tail branch is ``7.697 - log1p(-U)`` with a 53-bit
+``U``, so ``E <= 44.44`` and a geometric draw never exceeds its ``44.44 / rate`` quantile
+(split draws: ``45.44 / rate``), whose exact probability is at most ``e**-44.44``, about
+5e-20. A release of K entries is therefore (N, epsilon, delta)-LPLP with
+``delta <= 2 K * 5e-20`` besides the relative errors above, far below any other error in
+practice.
 
 :func:`sample_two_sided_geometric` is a module-level function so tests can replace it (the
 mutant hook of PRIVACY.md T4).
@@ -31,43 +41,110 @@ mutant hook of PRIVACY.md T4).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from .._validation import MAX_EPSILON
 
 #: Largest standard exponential numpy's ziggurat can return (see module docstring).
 MAX_EXPONENTIAL = 7.69711747013104972 + 53 * np.log(2.0)
 
-
-#: Smallest rate: noise then stays below ``2**62`` in magnitude, so counts below
-#: :data:`.compression.MAX_TOTAL` plus noise fit in int64. A smaller rate (e.g. epsilon = 1e-6
-#: with N = 1e14) made both geometric draws saturate at the same int64 value and cancel,
-#: releasing the exact counts.
-MIN_RATE = MAX_EXPONENTIAL / 2**62
+#: Smallest rate: noise then stays below ``2**62`` in magnitude (a split draw is below
+#: ``(MAX_EXPONENTIAL + 1) / rate``), so counts below :data:`.compression.MAX_TOTAL` plus
+#: noise fit in int64. A smaller rate (e.g. epsilon = 1e-6 with N = 1e14) made both geometric
+#: draws saturate at the same int64 value and cancel, releasing the exact counts.
+MIN_RATE = (MAX_EXPONENTIAL + 1.0) / 2**62
+#: Largest rate: ``exp(-rate)`` must not underflow (above ~745 it is 0 and no noise is drawn
+#: at all); the same bound as every epsilon (PRIVACY.md 23).
+MAX_RATE = MAX_EPSILON
 
 #: Below this probability of a non-zero draw, only the non-zero entries are sampled.
 SPARSE_BELOW = 0.25
+#: Below this rate a geometric draw is split into blocks (module docstring).
+SPLIT_BELOW = 2.0**-10
+#: Fair bits per integer draw of :func:`exact_bernoulli`.
+_BITS_PER_DRAW = 62
 
 
 def check_rate(rate: float, name: str = "epsilon / n_changes") -> float:
-    """``rate`` if it is at least :data:`MIN_RATE` (ValueError otherwise, also for NaN)."""
+    """``rate`` if it lies in [:data:`MIN_RATE`, :data:`MAX_RATE`] (ValueError otherwise,
+    also for NaN)."""
     if not rate >= MIN_RATE:
         raise ValueError(
             f"{name} must be at least {MIN_RATE:.3g}: smaller ones give noise beyond int64"
         )
+    if not rate <= MAX_RATE:
+        raise ValueError(
+            f"{name} must be at most {MAX_RATE:g}, got {rate:g}: beyond it the noise "
+            "parameter exp(-rate) underflows and the counts would be released without noise"
+        )
     return rate
 
 
-def _failures(
+def exact_bernoulli(rng: np.random.Generator, count: int, probability: float) -> np.ndarray:
+    """``count`` independent booleans, each True with ``probability`` in [0, 1], to a relative
+    error below ``2**-52`` however small it is: ``probability = q * 2**-k`` with ``q`` in
+    [1/2, 1), and ``Pr[k fair bits are all 0] = 2**-k`` exactly (bits drawn
+    :data:`_BITS_PER_DRAW` at a time, only for the entries still alive), then ``U < q`` with a
+    53-bit uniform ``U``. A bare ``U < probability`` is coarse below ``2**-40`` and exactly 0
+    or ``2**-53`` below ``2**-53``."""
+    if probability >= 1.0:
+        return np.ones(count, dtype=bool)
+    out = np.zeros(count, dtype=bool)
+    if probability <= 0.0:
+        return out
+    mantissa, exponent = math.frexp(probability)  # probability = mantissa * 2**exponent
+    alive, bits = np.arange(count), -exponent
+    while bits > 0 and len(alive):
+        step = min(bits, _BITS_PER_DRAW)
+        alive = alive[rng.integers(0, 1 << step, len(alive)) == 0]
+        bits -= step
+    out[alive[rng.random(len(alive)) < mantissa]] = True
+    return out
+
+
+def _truncated_geometric(rng: np.random.Generator, count: int, rate: float, m: int) -> np.ndarray:
+    """``count`` draws on ``[0, m)`` with ``Pr[b] ∝ exp(-rate b)``, for ``rate (m - 1) <= 1``:
+    exact uniform proposals, each accepted with probability ``exp(-rate b) >= 1/e``."""
+    out = np.empty(count, dtype=np.int64)
+    todo = np.arange(count)
+    while len(todo):
+        proposal = rng.integers(0, m, len(todo))
+        accepted = rng.random(len(todo)) < np.exp(-rate * proposal)
+        out[todo[accepted]] = proposal[accepted]
+        todo = todo[~accepted]
+    return out
+
+
+def geometric(
     rng: np.random.Generator, count: int, rate: float, cap: int | None = None
 ) -> np.ndarray:
-    """``count`` geometric failure counts ``floor(E / rate)``: ``Pr[g] = (1-a) a^g``, a=e^-rate.
+    """``count`` geometric failure counts, ``Pr[g] = (1-a) a**g`` with ``a = exp(-rate)``
+    (int64; residuals in the module docstring).
 
-    With ``cap``, values above it become ``cap`` while still floats, so a tiny ``rate`` never
-    overflows the int64 cast.
+    ``rate >= SPLIT_BELOW``: ``floor(E / rate)``. Below: ``G = m A + B`` with
+    ``m = ceil(1 / rate)``. With ``cap``, values above it are returned as ``cap`` (a gap
+    that leads past the end of an array): when ``cap <= m`` only whether ``A = 0`` matters,
+    an event of probability ``1 - a**cap`` drawn by :func:`exact_bernoulli`, so a tiny rate
+    neither overflows int64 nor needs a probability below ``2**-53`` from one uniform.
     """
-    failures = np.floor(rng.standard_exponential(count) / rate)
+    if rate >= SPLIT_BELOW:
+        failures = np.floor(rng.standard_exponential(count) / rate)
+        if cap is not None:
+            np.minimum(failures, cap, out=failures)
+        return failures.astype(np.int64)
+    m = math.ceil(1.0 / rate)
+    if cap is not None and cap <= m:
+        below = exact_bernoulli(rng, count, -math.expm1(-rate * cap))  # A == 0: G < cap
+        out = np.full(count, cap, dtype=np.int64)
+        out[below] = _truncated_geometric(rng, int(below.sum()), rate, cap)
+        return out
+    blocks = np.floor(rng.standard_exponential(count) / (rate * m)).astype(np.int64)
+    failures = m * blocks + _truncated_geometric(rng, count, rate, m)
     if cap is not None:
         np.minimum(failures, cap, out=failures)
-    return failures.astype(np.int64)
+    return failures
 
 
 def _bernoulli_positions(rng: np.random.Generator, size: int, probability: float) -> np.ndarray:
@@ -76,14 +153,14 @@ def _bernoulli_positions(rng: np.random.Generator, size: int, probability: float
 
     A gap of ``size`` or more always leads past the end, so gaps are capped at ``size``: the
     positions kept have the exact law, and ``probability`` down to ``2 e^-700`` (gaps of
-    ~1e305) cannot overflow int64.
+    ~1e305) cannot overflow int64 (:func:`geometric` decides such rare gaps exactly).
     """
     rate = -np.log1p(-probability)
     expected = size * probability
     batch = int(expected + 6.0 * np.sqrt(expected) + 16)
     chunks, end = [], -1
     while end < size:
-        positions = end + np.cumsum(_failures(rng, batch, rate, cap=size) + 1)
+        positions = end + np.cumsum(geometric(rng, batch, rate, cap=size) + 1)
         chunks.append(positions)
         end = int(positions[-1])
     positions = np.concatenate(chunks)
@@ -112,12 +189,12 @@ def sample_two_sided_geometric(
     alpha = np.exp(-rate)
     nonzero = 2.0 * alpha / (1.0 + alpha)
     if nonzero >= SPARSE_BELOW:
-        return (_failures(rng, size, rate) - _failures(rng, size, rate)).reshape(shape)
+        return (geometric(rng, size, rate) - geometric(rng, size, rate)).reshape(shape)
     noise = np.zeros(size, dtype=np.int64)
     if nonzero > 0:
         positions = _bernoulli_positions(rng, size, nonzero)
         signs = 2 * rng.integers(0, 2, len(positions)) - 1
-        noise[positions] = signs * (1 + _failures(rng, len(positions), rate))
+        noise[positions] = signs * (1 + geometric(rng, len(positions), rate))
     return noise.reshape(shape)
 
 
