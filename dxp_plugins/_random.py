@@ -47,8 +47,11 @@ _CHACHA_ROUNDS = 20
 
 #: Numbers the seeded keyings of copies and forked objects in this process (module doc).
 _KEYINGS = itertools.count()
-#: First entry of a seeded helper stream's key (:meth:`RandomSource.helper`): four entries,
-#: where a copy's stream has three and an ``independent`` one one, so they never coincide.
+#: First word of a seeded helper stream's key (:meth:`RandomSource.helper`). SeedSequence
+#: joins the 32-bit words of a key's entries without their lengths, so entry counts do not
+#: separate streams; a helper key is six single words ending in 0 (no integer entry's
+#: encoding ends in a 0 word, so no ``independent(stream)`` or copy key ``(pid, n, fresh)``
+#: can equal it), and helpers' keys all have that one width (RNG review F3, 16th session).
 _HELPER_STREAM = 0x4C504C50
 
 
@@ -130,13 +133,15 @@ class RandomSource:
         """A second generator for one release that draws part of its noise on another
         thread (numpy serialises the draws of one generator, so two threads need two):
         for a secure source a fresh one keyed from the operating system, for a seeded
-        source one derived from the seed and two numbers drawn from ``rng`` (the release's
-        own stream, one draw), so a seeded run stays reproducible and no two releases
+        source one derived from the seed and four 32-bit words drawn from ``rng`` (the
+        release's own stream, one draw), so a seeded run stays reproducible and no two releases
         share a helper stream. The caller keeps it for that release only (never stored,
         never pickled, like every generator here)."""
         if self._seed is None:
             return _secure_generator()
-        drawn = rng.integers(0, 2**63, size=2).tolist()
+        # Four 32-bit words, each one SeedSequence word: keys of a fixed width (spawn keys
+        # are concatenated without lengths, so variable-width entries could coincide).
+        drawn = rng.integers(0, 2**32, size=4, dtype=np.uint64).tolist()
         return _seeded_generator(self._seed, (_HELPER_STREAM, *drawn, 0))
 
     def _new_generator(self, pid: int) -> np.random.Generator:

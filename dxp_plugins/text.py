@@ -337,18 +337,24 @@ def _privatize_stream(
     select: Selector | None,
     nlp: Any,
     charged: Reservation | None = None,
-    kept: Sequence[list[TokenizedText] | None] = (),
+    kept: Sequence[list[TokenizedText] | int | None] = (),
 ) -> Iterator[PrivateText]:
     """``charged``: the reservation by which the caller charged every text's tokens already
     (:func:`privatize_all`): each batch takes its tokens from it, sampled at its epsilon.
     ``kept``: the tokenized batches :func:`_checked` kept, in the order of :func:`_plan`
-    (None, or past its end: tokenize the batch again)."""
+    (None, or past its end: tokenize the batch again; an int: tokenize it again and refuse,
+    before its noise, a selection of another size than was counted)."""
     for number, (start, group, long) in enumerate(_plan(texts, batch_size, select, nlp)):
         if long:
             yield _privatize_long(group[0], mechanism, start, charged)
         else:
             docs = kept[number] if number < len(kept) else None
-            yield from _privatize_batch(group, mechanism, select, nlp, start, charged, docs)
+            if isinstance(docs, int):  # tokenized again: must select what was counted
+                yield from _privatize_batch(
+                    group, mechanism, select, nlp, start, charged, None, expected=docs
+                )
+            else:
+                yield from _privatize_batch(group, mechanism, select, nlp, start, charged, docs)
 
 
 def privatize_all(
@@ -373,7 +379,7 @@ def privatize_all(
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
     texts = list(texts)  # read twice: counted, then privatized
-    kept: list[list[TokenizedText] | None] = []  # what counting tokenized, reused below
+    kept: list[list[TokenizedText] | int | None] = []  # what counting saw, reused below
     tokens = _checked(texts, mechanism, batch_size, select, nlp, kept)
     if mechanism.accountant.cap is None or tokens is None or _overrides_batches(mechanism):
         return list(_privatize_stream(texts, mechanism, batch_size, select, nlp, None, kept))
@@ -476,15 +482,16 @@ def _checked(
     batch_size: int,
     select: Selector | None,
     nlp: Any,
-    kept: list[list[TokenizedText] | None] | None = None,
+    kept: list[list[TokenizedText] | int | None] | None = None,
 ) -> int | None:
     """:func:`check_texts` but the accountant: raises what the texts would raise midway;
     returns the tokens privatizing them would charge when it tokenized them (under
     ``oov="raise"`` or with a capped accountant), else None. ``kept``: a list to which
     the tokenized batches are appended, one entry per batch of :func:`_plan` (None for a
-    long text, and for every batch once :data:`KEPT_TOKENS` tokens are kept), so that a
-    caller holding every text anyway (:func:`privatize_all`) need not tokenize (or tag)
-    them again."""
+    long text; once :data:`KEPT_TOKENS` tokens are kept, the batch's count of selected
+    tokens), so that a caller holding every text anyway (:func:`privatize_all`) need not
+    tokenize (or tag) them again, and a batch tokenized again must select what was
+    counted."""
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if nlp is not None:
         check_english(nlp, "nlp")
@@ -501,13 +508,14 @@ def _checked(
         _check_lengths(group, blank, nlp, start)
         if tokens:
             docs = _tokenized(group, blank, select, nlp)
+            chosen = _chosen(docs)
             try:
-                charged += mechanism.check_release(_chosen(docs))
+                charged += mechanism.check_release(chosen)
             except OOVError as error:
                 raise _relocated(error, blank, start) from None
             if kept is not None:
                 held += sum(len(doc.words) for doc in docs)
-                kept.append(docs if held <= KEPT_TOKENS else None)
+                kept.append(docs if held <= KEPT_TOKENS else _selected(chosen))
     return charged if tokens else None
 
 
@@ -622,14 +630,23 @@ def _privatize_batch(
     start: int = 0,
     charged: Reservation | None = None,
     docs: list[TokenizedText] | None = None,
+    expected: int | None = None,
 ) -> Iterator[PrivateText]:
     """``texts`` start at index ``start`` of the caller's texts (named in OOV errors);
     ``charged``: see :func:`privatize_tokenized`; ``docs``: the non-blank ``texts`` as
-    :func:`_tokenized` gave them to :func:`_checked` (their lengths checked there)."""
+    :func:`_tokenized` gave them to :func:`_checked` (their lengths checked there);
+    ``expected``: how many tokens :func:`_checked` saw selected in this batch when it did not
+    keep them (tokenized again, another count is refused before any noise: RNG review F4)."""
     blank = [is_invisible(text) for text in texts]
     if docs is None:
         _check_lengths(texts, blank, nlp, start)
         docs = _tokenized(texts, blank, select, nlp)
+        if expected is not None and _selected(_chosen(docs)) != expected:
+            raise RuntimeError(
+                f"texts {start}-{start + len(texts) - 1} gave other tokens than when they were "
+                "counted: select (and nlp) must be a pure function of the text; nothing "
+                "was sampled for them"
+            )
     selection = None if select is None else getattr(select, "description", "custom selector")
     try:
         released = privatize_tokenized(docs, mechanism, selection, _charged=charged)
@@ -681,6 +698,11 @@ def _chosen(documents: Sequence[TokenizedText]) -> list[list[str]]:
     return [
         [w for w, keep in zip(doc.words, doc.selected, strict=True) if keep] for doc in documents
     ]
+
+
+def _selected(chosen: Sequence[Sequence[str]]) -> int:
+    """How many tokens a batch selected (a pure selector selects as many every time)."""
+    return sum(len(words) for words in chosen)
 
 
 def _relocated(error: OOVError, blank: list[bool], start: int) -> OOVError:

@@ -337,23 +337,25 @@ def sampled_spy(mech, monkeypatch):
     return sampled
 
 
-@pytest.mark.parametrize(("first", "then", "message"), [(1, 4, "more"), (4, 1, "fewer")])
+@pytest.mark.parametrize(("first", "then"), [(1, 4), (4, 1)])
 def test_a_selector_changing_its_choice_between_passes_is_refused_as_charged(
-    table, monkeypatch, first, then, message
+    table, monkeypatch, first, then
 ):
     """Fourteenth session, left: a selector choosing other tokens in the releasing pass
     than in the counting one made the final count check raise, but noise had been drawn
     for tokens never charged and ``last_guarantee`` named the last batch, not what the
     ledger saw. Now a part that would exceed the charge is refused before its noise, and a
     failed call leaves the record of its charge. (The release reuses the counting pass's
-    tokens up to ``text.KEPT_TOKENS``, so only texts beyond them are selected again: 0 here.)"""
+    tokens up to ``text.KEPT_TOKENS``, so only texts beyond them are selected again: 0 here.)
+    Sixteenth session (RNG review F4): a batch selected again is compared with the count
+    the pre-pass saw before it samples, and the error names the selector: nothing drawn."""
     monkeypatch.setattr(dxp.text, "KEPT_TOKENS", 0)
     ledger = dxp.Accountant(cap=1e6)
     mech = dxp.make_mechanism("madlib", table, epsilon=2.0, accountant=ledger)
     sampled = sampled_spy(mech, monkeypatch)
-    with pytest.raises(RuntimeError, match=f"{message} tokens than were charged"):
+    with pytest.raises(RuntimeError, match="other tokens than when they were counted: select"):
         dxp.text.privatize_all(["the team won it"], mech, select=Flipping(first, then))
-    assert ledger.tokens_privatized == first and sum(sampled) <= first
+    assert ledger.tokens_privatized == first and sampled == []
     assert mech.last_guarantee.tokens_privatized == ledger.tokens_privatized == first
     assert mech.last_guarantee.spend == ledger.spent == 2.0 * first
 
@@ -399,3 +401,32 @@ def test_reusing_the_counted_tokens_leaves_the_seeded_release_unchanged(table, m
         return [(r.text, r.guarantee) for r in results], ledger.to_dict()
 
     assert release(kept) == release(0)
+
+
+class _DriftingSelector:
+    """Selects every token while the pre-pass asks, then one fewer per document."""
+
+    description = "drifting"
+
+    def __init__(self, pre_pass_calls: int) -> None:
+        self.calls, self.limit = 0, pre_pass_calls
+
+    def __call__(self, doc):
+        self.calls += 1
+        return [True] * len(doc) if self.calls <= self.limit else [i > 0 for i in range(len(doc))]
+
+
+def test_a_selector_drifting_past_the_kept_tokens_is_named_before_any_batch_draws(
+    table, monkeypatch
+):
+    """RNG review F4: beyond KEPT_TOKENS each batch is selected again; a selector that is
+    not a pure function of the text used to be refused only after every batch had drawn
+    its noise, with a message that did not name it."""
+    monkeypatch.setattr(dxp.text, "KEPT_TOKENS", 0)
+    mech = dxp.make_mechanism("madlib", table, epsilon=1.0, accountant=dxp.Accountant(cap=1e6))
+    sampled = sampled_spy(mech, monkeypatch)
+    texts = ["the team won it"] * 8
+    with pytest.raises(RuntimeError, match=r"texts 0-3 gave other tokens .*select \(and nlp\)"):
+        dxp.text.privatize_all(texts, mech, batch_size=4, select=_DriftingSelector(len(texts)))
+    assert sampled == []
+    assert mech.last_guarantee.tokens_privatized == mech.accountant.tokens_privatized == 32

@@ -165,15 +165,19 @@ class LPLPRelease:
             return sp.csr_matrix((0, self.n_features), dtype=np.int64), record
         rng = self._random.generator()  # keyed first: a keying that fails spends nothing
         step = max(1, CHUNK_ENTRIES // (self.n_features + 1))
-        split = (
-            min(step, documents) * self.n_groups >= SPLIT_ENTRIES
-            and noise.is_dense(calibrated.rate)
-            and _usable_cpus() > 1
+        # The layout of the draws depends on the release only (never on the host's CPUs),
+        # so a seeded release gives the same output on any machine; the helper thread is
+        # only a way of filling the second half faster.
+        split = min(step, documents) * self.n_groups >= SPLIT_ENTRIES and noise.is_dense(
+            calibrated.rate
         )
-        helper = self._random.helper(rng) if split else None  # keyed before the charge too
+        secure = self._random.mode == "secure"
+        helper = self._random.helper(rng) if split and secure else None  # a fresh OS key
         if charged is None:  # before any noise; a refusal leaves the last record as it was
             unit = lplp_unit(calibrated.n_changes)
             self.accountant.charge(calibrated.epsilon, documents, unit=unit)
+        if split and not secure:  # after the charge: a refusal leaves the seeded stream as is
+            helper = self._random.helper(rng)
         self.last_guarantee = record
         compressed = (matrix @ self._indicator).tocsr()
         pieces = []
@@ -217,6 +221,10 @@ def _noise(
         return noise.sample_two_sided_geometric(rng, shape, rate)
     half = rows // 2
     out = np.empty(shape, dtype=np.int64)
+    if _usable_cpus() < 2:  # the same draws, one after the other
+        out[:half] = noise.sample_two_sided_geometric(rng, (half, columns), rate)
+        out[half:] = noise.sample_two_sided_geometric(helper, (rows - half, columns), rate)
+        return out
     failed: list[BaseException] = []
 
     def second_half() -> None:
@@ -232,5 +240,9 @@ def _noise(
     finally:
         thread.join()
     if failed:
-        raise failed[0]
+        error = failed.pop()  # no cycle (list -> error -> frame -> list) keeps the noise alive
+        try:
+            raise error
+        finally:
+            del error
     return out

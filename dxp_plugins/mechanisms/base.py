@@ -360,10 +360,17 @@ class Mechanism(ABC):
         rng = self._random.generator()  # keyed first: a keying that fails spends nothing
         if charged is None:
             self.accountant.charge(epsilon * len(ids), len(ids), unit=self.ledger_unit)
-        chunks = [
-            self._sample(ids[start : start + self.chunk_size], rng, epsilon)
-            for start in range(0, len(ids), self.chunk_size)
-        ]
+        try:
+            chunks = [
+                self._sample(ids[start : start + self.chunk_size], rng, epsilon)
+                for start in range(0, len(ids), self.chunk_size)
+            ]
+        except BaseException:
+            if charged is None:  # the record names what the ledger saw, nothing returned
+                self.last_guarantee = dataclasses.replace(
+                    self._record(epsilon), tokens_privatized=len(ids)
+                )
+            raise
         return np.concatenate(chunks), epsilon
 
     def _reserve(self, tokens: int) -> Reservation:

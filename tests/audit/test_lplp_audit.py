@@ -160,36 +160,41 @@ def test_exact_law_of_uncompressed_release(epsilon):
 
 
 # -- T1/T4: a large release draws half its rows on a helper thread (review 15, speed) ---------
-def split_release_noise(monkeypatch, seed=None):
-    """Noise of a release large enough to be split between two threads and generators:
-    K = M (no decompression draw) and counts of 1000 (the clamp at zero out of reach)."""
+def split_release_noise(monkeypatch, seed=None, epsilon=0.5, cpus=2):
+    """Noise of a release large enough to be split between two generators (on two threads
+    when ``cpus`` > 1): K = M (no decompression draw) and counts of 1000 (the clamp at zero
+    out of reach)."""
     from dxp_plugins.lplp import release as release_module
 
-    monkeypatch.setattr(release_module, "_usable_cpus", lambda: 2)  # split on any machine
+    monkeypatch.setattr(release_module, "_usable_cpus", lambda: cpus)
     rows, columns = 40_000, 5
     assert rows * columns >= release_module.SPLIT_ENTRIES
-    release = LPLPRelease(np.arange(columns), epsilon=0.5, random_state=seed)
+    assert noise.is_dense(epsilon)  # the split is for dense noise only (epsilon/N < ~1.95)
+    release = LPLPRelease(np.arange(columns), epsilon=epsilon, random_state=seed)
     output, _ = release.release(np.full((rows, columns), 1000, dtype=np.int64))
     return output.toarray() - 1000
 
 
-def assert_halves_independent(drawn: np.ndarray) -> None:
+def assert_halves_independent(drawn: np.ndarray, rate: float = 0.5) -> None:
     """Each half has the exact law, and the halves are independent draws: rows of the first
     half coincide with rows of the second no more often than independent noise does."""
     half = len(drawn) // 2
     for part in (drawn[:half], drawn[half:]):
-        assert noise_pvalue(part.ravel(), 0.5) > P_FAIL
+        assert noise_pvalue(part.ravel(), rate) > P_FAIL
     support = np.arange(-60, 61)
-    law = noise.two_sided_geometric_pmf(support, 0.5)
+    law = noise.two_sided_geometric_pmf(support, rate)
     law = law / law.sum()
     first = np.clip(drawn[:half].ravel(), -60, 60)
     second = np.clip(drawn[half : 2 * half].ravel(), -60, 60)
     assert abs(coincidence_z(first, second, law, law)) < 6.0
 
 
-@pytest.mark.parametrize("seed", [None, 5])
-def test_a_split_release_draws_independent_halves(monkeypatch, seed):
-    assert_halves_independent(split_release_noise(monkeypatch, seed))
+@pytest.mark.parametrize(
+    ("seed", "epsilon", "cpus"), [(None, 0.5, 2), (5, 0.5, 2), (None, 1.5, 2), (None, 1.5, 1)]
+)
+def test_a_split_release_draws_independent_halves(monkeypatch, seed, epsilon, cpus):
+    """At an epsilon below and above 1 (PRIVACY.md fixtures), on two threads or one."""
+    assert_halves_independent(split_release_noise(monkeypatch, seed, epsilon, cpus), epsilon)
 
 
 def test_a_split_release_with_a_replayed_helper_stream_is_caught(monkeypatch):
