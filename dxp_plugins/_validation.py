@@ -12,6 +12,20 @@ import numpy as np
 #: finite in float64 with room for the mechanisms' own factors (e.g. TEM's ``2/epsilon``).
 MIN_EPSILON = 1e-12
 MAX_EPSILON = 700.0
+#: Types ``numbers`` counts as real or integral that are not amounts: truth values, and
+#: numpy's time deltas (``np.timedelta64`` is a signed integer to numpy: 3 days were
+#: accepted as epsilon = 3; numerical review F10).
+NOT_NUMBERS = (bool, np.bool_, np.timedelta64, np.datetime64)
+
+
+def is_real(value: Any) -> bool:
+    """A real number (``numbers.Real``), but no bool or time delta."""
+    return isinstance(value, numbers.Real) and not isinstance(value, NOT_NUMBERS)
+
+
+def is_integral(value: Any) -> bool:
+    """An integer (``numbers.Integral``), but no bool or time delta."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, NOT_NUMBERS)
 
 
 def check_epsilon(value: Any, name: str = "epsilon") -> float:
@@ -19,7 +33,7 @@ def check_epsilon(value: Any, name: str = "epsilon") -> float:
 
     bool, str, None, NaN and infinities are rejected with TypeError/ValueError.
     """
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     try:
         as_float = float(value)
@@ -34,7 +48,7 @@ def check_epsilon(value: Any, name: str = "epsilon") -> float:
 
 def check_int(value: Any, name: str, *, minimum: int | None = None) -> int:
     """Return ``value`` as an int (bool rejected), optionally at least ``minimum``."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+    if not is_integral(value):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     as_int = int(value)
     if minimum is not None and as_int < minimum:
@@ -44,7 +58,7 @@ def check_int(value: Any, name: str, *, minimum: int | None = None) -> int:
 
 def check_probability(value: Any, name: str, *, open_interval: bool = True) -> float:
     """Return ``value`` as a float in (0, 1) (or [0, 1] when ``open_interval`` is False)."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     as_float = float(value)
     low_ok = as_float > 0 if open_interval else as_float >= 0

@@ -56,6 +56,11 @@ FLOAT64_COPY_BYTES = 256 << 20
 _U = float(np.finfo(np.float64).eps)
 #: Rows a user metric function is tried on when a mechanism is built.
 CHECKED_ROWS = 8
+#: Nearest rows (by the function itself) of each checked row that join the probe set on
+#: which a user function's metric axioms are checked.
+PROBE_NEIGHBOURS = 4
+#: Relative tolerance (of the largest probe distance) of those checks.
+AXIOM_TOLERANCE = 1e-9
 
 MetricFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -378,11 +383,26 @@ class CallableMetric(Metric):
         return self.name
 
     def check_points(self, points: np.ndarray, what: str) -> None:
-        """Call the function on a few of ``points``: one that fails, or returns a wrong
-        shape or a negative or non-finite distance, is refused when the mechanism is built,
-        not after a release has been charged. (Other rows are checked when used.)"""
+        """Try the function when the mechanism is built, not after a release is charged:
+        the first :data:`CHECKED_ROWS` of ``points`` against every point (a wrong shape, a
+        negative or non-finite distance is refused), then the metric axioms on those rows
+        and their :data:`PROBE_NEIGHBOURS` nearest points, where a squared or cosine
+        distance breaks the triangle inequality most readily: ``d(x, x) = 0``,
+        ``d(x, y) = d(y, x)``, ``d(x, z) <= d(x, y) + d(y, z)``. TEM's guarantee needs a
+        metric (its utility must be 1-Lipschitz); a check on a sample cannot prove one, so
+        the function stays the caller's promise. (Pairs of other rows are checked when
+        used.)"""
         sample = np.asarray(points[:CHECKED_ROWS], dtype=np.float64)
         self._call(sample, sample)
+        near = []
+        for start in range(0, len(points), SLAB_ROWS):
+            slab = np.asarray(points[start : start + SLAB_ROWS], dtype=np.float64)
+            block = self._call(sample, slab)
+            take = min(PROBE_NEIGHBOURS + 1, block.shape[1])
+            near.append(start + np.argpartition(block, take - 1, axis=1)[:, :take].ravel())
+        rows = np.unique(np.concatenate([np.arange(len(sample)), *near]))
+        probe = np.asarray(points[rows], dtype=np.float64)
+        _check_axioms(self._call(probe, probe), rows, self.name, what)
 
     def _call(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         result = np.asarray(self.function(x, y), dtype=np.float64)
@@ -498,3 +518,33 @@ def _squared_norms(table: EmbeddingTable) -> np.ndarray:
 
 def _unit(points: np.ndarray) -> np.ndarray:
     return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def _check_axioms(distances: np.ndarray, rows: np.ndarray, name: str, what: str) -> None:
+    """ValueError naming the first metric axiom the square matrix ``distances`` (between
+    ``rows`` of ``what``) breaks beyond :data:`AXIOM_TOLERANCE`."""
+    tolerance = AXIOM_TOLERANCE * max(float(distances.max(initial=0.0)), 1e-300)
+    hint = (
+        f": {name} is not a metric on {what}, and TEM's guarantee needs one (cosine and "
+        "squared distances are not; metric='angular' and 'euclidean' are)"
+    )
+    diagonal = np.abs(np.diagonal(distances))
+    if diagonal.max(initial=0.0) > tolerance:
+        at = int(np.argmax(diagonal))
+        raise ValueError(f"d(x, x) = {diagonal[at]:.6g} for row {rows[at]}{hint}")
+    asymmetry = np.abs(distances - distances.T)
+    if asymmetry.max(initial=0.0) > tolerance:
+        a, b = (int(n) for n in np.unravel_index(int(np.argmax(asymmetry)), asymmetry.shape))
+        raise ValueError(
+            f"d(x, y) = {distances[a, b]:.6g} but d(y, x) = {distances[b, a]:.6g} for rows "
+            f"{rows[a]}, {rows[b]}{hint}"
+        )
+    for j in range(len(distances)):  # d(x, z) <= d(x, y_j) + d(y_j, z) for every x, z
+        excess = distances - (distances[:, j, None] + distances[None, j, :])
+        if excess.max(initial=0.0) > tolerance:
+            i, k = (int(n) for n in np.unravel_index(int(np.argmax(excess)), excess.shape))
+            raise ValueError(
+                f"d(x, z) = {distances[i, k]:.6g} > d(x, y) + d(y, z) = "
+                f"{distances[i, j] + distances[j, k]:.6g} for rows {rows[i]}, {rows[j]}, "
+                f"{rows[k]}{hint}"
+            )

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._random import check_seed
-from .._validation import check_epsilon, check_int, check_probability
+from .._validation import check_epsilon, check_int, check_probability, is_real
 from ..embeddings.table import EmbeddingTable
 from ..errors import warn
 from .deniability import DEFAULT_ETA, plausible_deniability
@@ -247,7 +246,7 @@ def choose_epsilon(
     if max_n_w is not None:
         max_n_w = check_probability(max_n_w, "max_n_w", open_interval=False)
     if min_s_w is not None:
-        if isinstance(min_s_w, bool) or not isinstance(min_s_w, numbers.Real):
+        if not is_real(min_s_w):
             raise TypeError(f"min_s_w must be a number, got {type(min_s_w).__name__}")
         if not (math.isfinite(min_s_w) and min_s_w >= 1):
             raise ValueError("min_s_w must be a finite number >= 1")

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, check_probability
+from .._validation import check_int, check_probability, is_real
 from ..distances import Metric, MetricFunction, get_metric
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..errors import DxpWarning, warn
@@ -83,8 +83,10 @@ def theorem_4_2_gamma(epsilon: float, beta: float, vocab_size: int) -> float:
     gamma = 2.0 / epsilon * math.log((1.0 - beta) * (vocab_size - 1) / beta)
     if not gamma > 0:
         raise ValueError(
-            f"beta={beta:g} gives gamma <= 0 for {vocab_size} words; use a smaller beta"
+            f"beta={beta!r} gives gamma <= 0 for {vocab_size} words; use a smaller beta"
         )
+    if not math.isfinite(gamma):  # a subnormal beta overflows the ratio
+        raise ValueError(f"beta={beta!r} gives an infinite gamma; use a larger beta")
     return gamma
 
 
@@ -609,8 +611,10 @@ class TEM(Mechanism):
             nbytes = WordLaw.size_of(mask, size)
             admitted = admit_all or self._cache.admits(nbytes, self._rank(word))
             out = None if admitted else self._scratch(size)
-            # A vocabulary word is at distance 0 from itself: its best score is 0.
-            top = 0.0 if word != OOV_ID else None
+            # A vocabulary word is at distance 0 from itself under a metric: its best score
+            # is 0. Where a user function says otherwise, the best score is computed (with 0
+            # every weight could underflow and the law turn deterministic: numerical review F5).
+            top = 0.0 if word != OOV_ID and row[word] == 0.0 else None
             yield WordLaw.build(row, mask, gamma, epsilon, top, out=out), admitted
 
     def _rank(self, word: int) -> int:
@@ -751,7 +755,7 @@ class TEM(Mechanism):
 
 
 def _check_gamma(value: Any) -> float:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
+    if not is_real(value):
         raise TypeError(f"gamma must be a real number, got {type(value).__name__}")
     gamma = float(value)
     if not (math.isfinite(gamma) and gamma >= 0):
