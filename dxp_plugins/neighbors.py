@@ -271,7 +271,20 @@ class NeighborIndex:
                 unsure |= ~(scores[:, 0] - scores[:, k - 1] > 2.0 * bound)
         if self._rows is not None:
             found = np.where(found < 0, -1, self._rows[np.maximum(found, 0)])
-        ids = _rerank(self._vectors, queries, found)
+        # Float64 distances carry (d + 2) u64 (||q|| + ||y||)^2 of rounding (exact_search's
+        # bound, 8x): when every candidate is that close to the best (a table whose spread is
+        # below the float64 resolution of the query), the float64 nearest row, or the lowest
+        # tied one, may be none of them (numerical review F9).
+        largest = float(np.linalg.norm(self._center)) + self._radius
+        tolerance = (
+            8.0
+            * (self.dim + 2)
+            * _U64
+            * (np.sqrt(np.einsum("ij,ij->i", queries, queries)) + largest) ** 2
+        )
+        ids, all_tied = _rerank_ties(self._vectors, queries, found, tolerance)
+        if k < len(self._data):
+            unsure |= all_tied
         if unsure.any():
             ids[unsure] = exact_search(self._vectors, queries[unsure])
         return ids
@@ -455,6 +468,18 @@ def squared_distances(queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def _rerank(vectors: np.ndarray, queries: np.ndarray, found: np.ndarray) -> np.ndarray:
     """The candidate with the smallest :func:`squared_distances` per query (the lowest row
     on ties); ``-1`` entries are no candidates, and a query without any gets -1."""
+    return _rerank_ties(vectors, queries, found)[0]
+
+
+def _rerank_ties(
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    found: np.ndarray,
+    tolerance: np.ndarray | float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_rerank`, and which queries have every candidate within ``tolerance`` of the
+    best float64 distance (rows beyond the candidates may tie too, or win by rounding: only
+    an exact search knows)."""
     n, k = found.shape
     valid = found >= 0
     rows = np.where(valid, found, 0)
@@ -466,7 +491,8 @@ def _rerank(vectors: np.ndarray, queries: np.ndarray, found: np.ndarray) -> np.n
     tied = valid & (distances == best)
     ids = np.where(tied, found, np.iinfo(np.int64).max).min(axis=1)
     ids[~tied.any(axis=1)] = -1
-    return ids
+    spread = np.where(valid, distances, -np.inf).max(axis=1) - best[:, 0]
+    return ids, valid.all(axis=1) & (spread <= tolerance)
 
 
 def exact_search(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:

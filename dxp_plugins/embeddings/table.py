@@ -188,12 +188,15 @@ class EmbeddingTable:
             keys: dict[str, int] = {}
             order = range(len(self)) if self._rank is None else np.argsort(self._rank).tolist()
             words = self._words
+            shadowed = []
             for row in order:
                 word = words[row]
                 key = normalize_word(word)
                 # Reuse the word's own string when it is already a key (saves a copy per word).
-                keys.setdefault(word if key == word else key, row)
+                if keys.setdefault(word if key == word else key, row) != row:
+                    shadowed.append(row)
             self._key_to_id = keys
+            _warn_case_variants(words, keys, shadowed)
         return self._key_to_id
 
     def lookup(self, tokens: Sequence[str]) -> np.ndarray:
@@ -378,3 +381,30 @@ def _immutable(array: np.ndarray) -> np.ndarray:
     """A C-order copy of ``array`` (same dtype) over an immutable bytes object: it can never
     be made writable again (an array owning its memory can)."""
     return np.frombuffer(array.tobytes(), dtype=array.dtype).reshape(array.shape)
+
+
+def _warn_case_variants(words: tuple[str, ...], keys: dict[str, int], shadowed: list[int]) -> None:
+    """DxpWarning when rows differ from a row that wins their lookup key only by case (e.g.
+    "us" behind "US" in a cased word2vec table): those words are never looked up, their
+    tokens take the winner's vector (PRIVACY.md 21). Compatibility variants NFKC maps to
+    one word (GloVe's "ﬁrst" and "first") are the same word and pass silently."""
+    import unicodedata
+
+    def compatible(word: str) -> str:
+        return word if word.isascii() else unicodedata.normalize("NFKC", word)
+
+    cased = [
+        row
+        for row in shadowed
+        if compatible(words[row]) != compatible(words[keys[normalize_word(words[row])]])
+    ]
+    if cased:
+        row = cased[0]
+        winner = words[keys[normalize_word(words[row])]]
+        warn(
+            f"{len(cased):,} embedding rows differ from a more frequent (or earlier) row only by "
+            f"case, e.g. row {row} {words[row]!r} behind {winner!r}: tokens are lower-cased "
+            "before lookup (PRIVACY.md 21), so those rows are never used and their tokens "
+            "take the other row's vector",
+            DxpWarning,
+        )

@@ -13,10 +13,13 @@ For codes c, c' at Hamming distance h, any noisy code z and p the flip probabili
 for d = Hamming distance between codes (PRIVACY.md 7): the guarantee is per Hamming unit, and
 :func:`dxp_plugins.calibration.equivalent_epsilon` converts it to other metrics.
 
-Float residual (PRIVACY.md 10): a bit flips when a uniform double (a multiple of 2^-53) is
-below p, so the realised flip probability is p rounded *up* to a multiple of 2^-53. More
-flips only strengthen the guarantee; above epsilon ~ 36.7 (p < 2^-53) the realised law is
-about 36.7-private per bit, stronger than stated.
+Float residual (PRIVACY.md 10): p is ``expit(-epsilon)``, within an ulp of the exact
+1 / (1 + e^epsilon), and a bit flips when a uniform double (a multiple of 2^-53) is below
+it, so the realised flip probability is that p rounded *up* to a multiple of 2^-53. More
+flips only strengthen the guarantee, but the ulp can go either way: at epsilon = 1e-12 the
+realised per-bit epsilon is 1.00009 x the stated one (9e-17 nats more), from 1e-11 it
+equals it to 6 digits. Above epsilon ~ 36.7 (p < 2^-53) the realised law is about
+36.7-private per bit, stronger than stated.
 
 Codes come from the public SimHash binarization (:mod:`dxp_plugins.embeddings.binary`,
 ``n_bits`` default 256) or from the user (``codes=``, validated 0/1 rows). OOV tokens under
