@@ -13,7 +13,7 @@ from .._random import check_seed
 from .._validation import check_epsilon, check_int, check_probability, is_real
 from ..embeddings.table import EmbeddingTable
 from ..errors import warn
-from .deniability import DEFAULT_ETA, plausible_deniability
+from .deniability import DEFAULT_ETA, has_closed_form, plausible_deniability
 from .result import PlausibleDeniability
 from .support import _fewest_successes
 
@@ -272,6 +272,9 @@ def choose_epsilon(
                 f"the factory built a mechanism with epsilon={mech.epsilon:g} when asked for "
                 f"{epsilon:g}: it must use its argument"
             )
+        if method == "auto" and not done and not has_closed_form(mech):
+            # Monte Carlo it will be: refuse an unreachable target before the first draw
+            _check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
         result = plausible_deniability(
             mech,
             words,
@@ -331,12 +334,14 @@ def _check_reachable(
     eta: float,
     confidence: float,
     conservative: bool,
+    names: Mapping[str, str] | None = None,
 ) -> None:
     """ValueError for a target no Monte Carlo result with ``n_samples`` draws can meet, at
     any epsilon: ``s_w_low`` never exceeds the outputs seen (184 of 200 draws at eta 0.05),
     and ``n_w_high`` is at least the Clopper-Pearson bound of 0 hits (0.018 for 200 draws)."""
     if n_samples is None:
         return
+    called = {"min_s_w": "min_s_w", "max_n_w": "max_n_w", "n_samples": "n_samples", **(names or {})}
     alpha = (1.0 - confidence) / 2.0
     if min_s_w is not None:
         reach = (
@@ -347,15 +352,16 @@ def _check_reachable(
         if reach is not None and min_s_w > reach:
             judged = "s_w_low" if conservative else "s_w"
             raise ValueError(
-                f"min_s_w={min_s_w:g} cannot be met by Monte Carlo with n_samples="
-                f"{n_samples}: {judged} is at most {reach} (it never exceeds the outputs "
-                "seen); raise n_samples well above min_s_w"
+                f"{called['min_s_w']}={min_s_w:g} cannot be met by Monte Carlo with "
+                f"{called['n_samples']}={n_samples}: {judged} is at most {reach} (it never "
+                f"exceeds the outputs seen); raise {called['n_samples']} well above "
+                f"{called['min_s_w']}"
             )
     if max_n_w is not None and conservative:
         floor = 1.0 - alpha ** (1.0 / n_samples)  # the upper bound when the word never came back
         if max_n_w < floor:
             raise ValueError(
-                f"max_n_w={max_n_w:g} cannot be met by Monte Carlo with n_samples="
-                f"{n_samples}: n_w_high is at least {floor:.3g} even when no draw returns the "
-                "word; raise n_samples"
+                f"{called['max_n_w']}={max_n_w:g} cannot be met by Monte Carlo with "
+                f"{called['n_samples']}={n_samples}: n_w_high is at least {floor:.3g} even "
+                f"when no draw returns the word; raise {called['n_samples']}"
             )

@@ -39,6 +39,12 @@ def _first_law(mech: Mechanism, first_id: int) -> np.ndarray | None:
         return None
 
 
+def has_closed_form(mech: Mechanism) -> bool:
+    """Whether ``method="auto"`` computes ``mech``'s statistics exactly (its output law has a
+    closed form), rather than by Monte Carlo."""
+    return _first_law(mech, 0) is not None
+
+
 def plausible_deniability(
     mech: Mechanism,
     words: Sequence[str | int],

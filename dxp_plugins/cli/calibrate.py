@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -11,6 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from .._validation import check_epsilon, check_probability
 from .process import CLIError
 from .settings import _build_mechanism
 
@@ -19,6 +21,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .. import calibration
+    from ..calibration.choose import _check_reachable
+    from ..calibration.deniability import has_closed_form
 
     for name, value, minimum in (
         ("--words", args.words, 1),
@@ -32,9 +36,19 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise CLIError("--eta must be in [0, 1)")
     if not 0.0 < args.confidence < 1.0:
         raise CLIError("--confidence must be between 0 and 1 (exclusive)")
+    for epsilon in args.epsilons:  # every one, not only the first (CLI review, 16th session)
+        check_epsilon(epsilon, "--epsilons")
+    if args.word_pool is not None and args.word_pool < 1:
+        raise CLIError("--word-pool must be >= 1")
+    if args.max_n_w is not None:
+        check_probability(args.max_n_w, "--max-n-w", open_interval=False)
+    if args.min_s_w is not None and not (math.isfinite(args.min_s_w) and args.min_s_w >= 1):
+        raise CLIError("--min-s-w must be a finite number >= 1")
     targeted = args.max_n_w is not None or args.min_s_w is not None
     if args.refine and not targeted:
         raise CLIError("--refine bisects towards a target: give --max-n-w or --min-s-w")
+    if not args.out.strip():
+        raise CLIError("--out must name a folder")
     out = Path(args.out)
     _check_folder(args.out)  # created only once every argument has been used (and so checked)
 
@@ -58,7 +72,21 @@ def _calibrate(args: argparse.Namespace) -> int:
             )
         return built
 
-    table = mechanism(args.epsilons[0]).embeddings
+    first = mechanism(args.epsilons[0])
+    table = first.embeddings
+    exact = has_closed_form(first)
+    if args.method == "exact" and not exact:
+        raise CLIError(f"{first.name} has no closed-form output law here: use --method monte_carlo")
+    if targeted and (args.method == "monte_carlo" or not exact):  # before any draw
+        _check_reachable(
+            args.max_n_w,
+            args.min_s_w,
+            args.samples,
+            args.eta,
+            args.confidence,
+            True,
+            names={"min_s_w": "--min-s-w", "max_n_w": "--max-n-w", "n_samples": "--samples"},
+        )
     words = calibration.sample_words(
         table, args.words, pool=args.word_pool, random_state=args.word_seed
     )
@@ -116,6 +144,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         "words": len(words),
         "word_pool": args.word_pool,
         "word_seed": args.word_seed,
+        "seed": args.seed,  # the noise's: None for secure randomness
         "summaries": summaries,
     }
     if choice is not None:  # its evaluations are the summaries above
@@ -124,11 +153,19 @@ def _calibrate(args: argparse.Namespace) -> int:
     written = ["calibration.csv", "summary.csv", "summary.json"]
     if args.figures:
         written += _calibration_figures(results, set(args.epsilons), out)
+    stale = [name for name in FIGURES if name not in written and (out / name).is_file()]
+    for name in stale:  # a previous run's figures would contradict these tables
+        (out / name).unlink()
     _print_summary(summaries, targeted)
     if choice is not None:
         print(f"{choice}  ({choice.caveat})")
-    print(f"wrote {', '.join(written)} to {out}")
+    removed = f" (removed the previous run's {', '.join(stale)})" if stale else ""
+    print(f"wrote {', '.join(written)} to {out}{removed}")
     return 0
+
+
+#: The figures a run writes into --out (and removes when it writes none: no stale ones).
+FIGURES = ("nw_sw_histograms.png", "nw_sw_curves.png")
 
 
 def _is_terminal(stream: Any) -> bool:
@@ -155,13 +192,13 @@ def _calibration_figures(results: list[Any], listed: set[float], out: Path) -> l
         from .. import plotting
 
         shown = [result for result in results if result.epsilon in listed]
-        plotting.deniability_histograms(shown, out / "nw_sw_histograms.png")
+        plotting.deniability_histograms(shown, out / FIGURES[0])
         label = f"{results[0].mechanism} ({results[0].vocab_size} words)"
-        plotting.deniability_curves({label: results}, out / "nw_sw_curves.png")
+        plotting.deniability_curves({label: results}, out / FIGURES[1])
     except ImportError as error:
         warnings.warn(f"no figures: {error}", stacklevel=1)
         return []
-    return ["nw_sw_histograms.png", "nw_sw_curves.png"]
+    return list(FIGURES)
 
 
 def _print_summary(summaries: list[dict[str, Any]], targeted: bool) -> None:

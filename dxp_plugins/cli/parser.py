@@ -271,7 +271,9 @@ def _add_calibrate(commands: Any) -> None:
     cal.add_argument(
         "--word-pool", type=int, help="sample among the N most frequent words (default: all)"
     )
-    cal.add_argument("--word-seed", type=int, default=0, help="seed of the public word sample")
+    cal.add_argument(
+        "--word-seed", type=int, default=0, help="seed of the public word sample (default 0)"
+    )
     cal.add_argument(
         "--samples", type=int, default=1000, help="Monte Carlo draws per word (default: 1000)"
     )
