@@ -59,8 +59,11 @@ CHECKED_ROWS = 8
 #: Nearest rows (by the function itself) of each checked row that join the probe set on
 #: which a user function's metric axioms are checked.
 PROBE_NEIGHBOURS = 4
-#: Relative tolerance (of the largest probe distance) of those checks.
-AXIOM_TOLERANCE = 1e-9
+#: Tolerance of those checks, relative to the largest probe distance: true metrics computed
+#: the usual ways round by up to ~1e-3 of it (d(x, x) = 3e-3 from the float32 expansion
+#: ||x||^2 + ||y||^2 - 2 x.y, 4e-8 from arccos of a clipped cosine), while squared, cosine,
+#: correlation and Bray-Curtis distances break the triangle by 0.21-0.28 of it on GloVe.
+AXIOM_TOLERANCE = 1e-3
 
 MetricFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -393,16 +396,24 @@ class CallableMetric(Metric):
         the function stays the caller's promise. (Pairs of other rows are checked when
         used.)"""
         sample = np.asarray(points[:CHECKED_ROWS], dtype=np.float64)
-        self._call(sample, sample)
-        near = []
+        self._call(sample, sample.copy())
+        # The PROBE_NEIGHBOURS + 1 nearest rows of each sampled row over the whole table
+        # (itself included), kept as a running top list across slabs.
+        take = PROBE_NEIGHBOURS + 1
+        best = np.empty((len(sample), 0), dtype=np.float64)
+        best_rows = np.empty((len(sample), 0), dtype=np.int64)
         for start in range(0, len(points), SLAB_ROWS):
             slab = np.asarray(points[start : start + SLAB_ROWS], dtype=np.float64)
-            block = self._call(sample, slab)
-            take = min(PROBE_NEIGHBOURS + 1, block.shape[1])
-            near.append(start + np.argpartition(block, take - 1, axis=1)[:, :take].ravel())
-        rows = np.unique(np.concatenate([np.arange(len(sample)), *near]))
+            here = np.arange(start, start + len(slab))
+            slab_rows = np.broadcast_to(here, (len(sample), len(slab)))
+            block = np.concatenate([best, self._call(sample, slab)], axis=1)
+            ids = np.concatenate([best_rows, slab_rows], axis=1)
+            keep = np.argpartition(block, min(take, block.shape[1]) - 1, axis=1)[:, :take]
+            best = np.take_along_axis(block, keep, axis=1)
+            best_rows = np.take_along_axis(ids, keep, axis=1)
+        rows = np.unique(np.concatenate([np.arange(len(sample)), best_rows.ravel()]))
         probe = np.asarray(points[rows], dtype=np.float64)
-        _check_axioms(self._call(probe, probe), rows, self.name, what)
+        _check_axioms(self._call(probe, probe.copy()), rows, self.name, what)
 
     def _call(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         result = np.asarray(self.function(x, y), dtype=np.float64)
@@ -539,12 +550,18 @@ def _check_axioms(distances: np.ndarray, rows: np.ndarray, name: str, what: str)
             f"d(x, y) = {distances[a, b]:.6g} but d(y, x) = {distances[b, a]:.6g} for rows "
             f"{rows[a]}, {rows[b]}{hint}"
         )
+    worst, worst_at = 0.0, (0, 0, 0)
     for j in range(len(distances)):  # d(x, z) <= d(x, y_j) + d(y_j, z) for every x, z
         excess = distances - (distances[:, j, None] + distances[None, j, :])
-        if excess.max(initial=0.0) > tolerance:
-            i, k = (int(n) for n in np.unravel_index(int(np.argmax(excess)), excess.shape))
-            raise ValueError(
-                f"d(x, z) = {distances[i, k]:.6g} > d(x, y) + d(y, z) = "
-                f"{distances[i, j] + distances[j, k]:.6g} for rows {rows[i]}, {rows[j]}, "
-                f"{rows[k]}{hint}"
-            )
+        flat = int(np.argmax(excess))
+        if excess.flat[flat] > worst:
+            worst = float(excess.flat[flat])
+            i, k = (int(n) for n in np.unravel_index(flat, excess.shape))
+            worst_at = (i, j, k)
+    if worst > tolerance:  # the worst violation, as a fraction of the largest distance
+        i, j, k = worst_at
+        raise ValueError(
+            f"d(x, z) = {distances[i, k]:.6g} > d(x, y) + d(y, z) = "
+            f"{distances[i, j] + distances[j, k]:.6g} for rows {rows[i]}, {rows[j]}, "
+            f"{rows[k]}{hint}"
+        )

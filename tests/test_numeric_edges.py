@@ -110,3 +110,20 @@ def test_the_exact_index_breaks_float64_ties_as_exact_search_does(centre, spread
     queries = vectors[0].astype(np.float64) + rng.normal(size=(50, 8)) * distance
     found = get_index(table, "exact").search_raw(queries)
     np.testing.assert_array_equal(found, exact_search(vectors, queries))
+
+
+def test_rows_shadowed_by_invisible_characters_are_not_called_case_variants():
+    """The lookup deletes zero-width marks: 'foo\\u200b' behind 'foo' is the same word."""
+    table = dxp.EmbeddingTable(["foo", "foo\u200b", "bar\ufeff", "bar"], np.eye(4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert table.lookup(["foo", "bar"]).tolist() == [0, 2]
+
+
+def test_an_error_filter_on_the_case_warning_raises_at_every_lookup():
+    table = dxp.EmbeddingTable(["US", "us"], np.eye(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DxpWarning)
+        for _ in range(2):  # the first lookup raised, later ones passed silently
+            with pytest.raises(DxpWarning):
+                table.lookup(["us"])

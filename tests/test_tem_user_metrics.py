@@ -76,3 +76,41 @@ def test_the_default_sampler_keeps_the_law_when_self_distance_is_not_zero(monkey
     law = tem.distribution("a")
     assert law.min() > 0.04
     np.testing.assert_allclose(draws / 40_000, law, atol=6 * np.sqrt(0.25 / 40_000))
+
+
+def _angular(X, Y):
+    cos = (X @ Y.T) / np.outer(np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1))
+    return np.arccos(np.clip(cos, -1.0, 1.0))
+
+
+def _expansion32(X, Y):
+    X, Y = X.astype(np.float32), Y.astype(np.float32)
+    squared = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None] - 2 * X @ Y.T
+    return np.sqrt(np.maximum(squared, 0)).astype(np.float64)
+
+
+@pytest.mark.parametrize("function", [_angular, _expansion32], ids=["arccos", "float32"])
+def test_true_metrics_that_round_are_accepted(glove_5k, function):
+    """Review of the sixteenth session's check: a tolerance of 1e-9 of the largest distance
+    refused arccos of a clipped cosine (d(x, x) = 4e-8) and the float32 expansion (3e-3)."""
+    tem = dxp.TEM(glove_5k, 30.0, metric=function)
+    assert len(tem.privatize(["hockey"])) == 1
+
+
+def test_the_probe_keeps_the_nearest_rows_of_the_whole_table(monkeypatch):
+    """The nearest rows were taken per 32,768-row slab: 280 probe rows on a 200k table, and
+    the triangle check is cubic in them. Now at most 8 x 5 rows, the table's nearest."""
+    monkeypatch.setattr(distances, "SLAB_ROWS", 7)
+    vectors = np.random.default_rng(1).normal(size=(60, 3))
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(60)], vectors)
+    seen = []
+
+    def recording(matrix, rows, *args):
+        seen.append(rows)
+
+    monkeypatch.setattr(distances, "_check_axioms", recording)
+    dxp.TEM(table, 1.0, metric=lambda X, Y: cdist(X, Y))
+    rows = seen[0]
+    assert len(rows) <= 8 * (distances.PROBE_NEIGHBOURS + 1)
+    nearest = np.argsort(cdist(vectors[:8], vectors), axis=1)[:, : distances.PROBE_NEIGHBOURS + 1]
+    assert set(nearest.ravel().tolist()) <= set(rows.tolist())

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._normalize import INVISIBLE, normalize_word
+from .._normalize import _DELETE_INVISIBLE, INVISIBLE, normalize_word
 from .._validation import check_int, check_matrix, check_text
 from ..errors import DxpWarning, warn
 
@@ -195,8 +195,8 @@ class EmbeddingTable:
                 # Reuse the word's own string when it is already a key (saves a copy per word).
                 if keys.setdefault(word if key == word else key, row) != row:
                     shadowed.append(row)
+            _warn_case_variants(words, keys, shadowed)  # before: an error filter raises each time
             self._key_to_id = keys
-            _warn_case_variants(words, keys, shadowed)
         return self._key_to_id
 
     def lookup(self, tokens: Sequence[str]) -> np.ndarray:
@@ -387,11 +387,14 @@ def _warn_case_variants(words: tuple[str, ...], keys: dict[str, int], shadowed: 
     """DxpWarning when rows differ from a row that wins their lookup key only by case (e.g.
     "us" behind "US" in a cased word2vec table): those words are never looked up, their
     tokens take the winner's vector (PRIVACY.md 21). Compatibility variants NFKC maps to
-    one word (GloVe's "ﬁrst" and "first") are the same word and pass silently."""
+    one word (GloVe's "ﬁrst" and "first") and words with invisible characters the lookup
+    deletes are the same word and pass silently."""
     import unicodedata
 
-    def compatible(word: str) -> str:
-        return word if word.isascii() else unicodedata.normalize("NFKC", word)
+    def compatible(word: str) -> str:  # the lookup key but for lower-casing
+        if word.isascii():
+            return word
+        return unicodedata.normalize("NFKC", word).translate(_DELETE_INVISIBLE)
 
     cased = [
         row

@@ -14,26 +14,32 @@ is exactly two-sided geometric whenever ``E1, E2`` are exact exponentials (for s
 an equivalent sparse construction draws only the non-zero entries, see
 :func:`sample_two_sided_geometric`). The output is an
 integer, so there is no floating-point leakage of the low-order bits of a real-valued sample
-(Mironov 2012). numpy's ziggurat draws ``E`` on a grid of spacing at most ``7.7 * 2**-53``
-(about 8.5e-16), so ``floor(E / rate)`` puts a relative error of about ``8.5e-16 / rate`` on
-each value's probability: negligible at ordinary rates, but above 1 below ``rate`` ~ 1e-15,
+(Mironov 2012). In the body of numpy's ziggurat (``E < 7.697``, all but ``e**-7.697`` =
+4.5e-4 of the mass) ``E`` lies on a grid of spacing at most ``7.7 * 2**-53`` (about
+8.5e-16), so ``floor(E / rate)`` puts a relative error of about ``8.5e-16 / rate`` on each
+value's probability: negligible at ordinary rates, but above 1 below ``rate`` ~ 1e-15,
 where the grid is coarser than one integer step and the parity of a noisy count gave away
 the parity of the true one (numerical review, sixteenth session). So :func:`geometric`
-uses ``floor(E / rate)`` only for ``rate >= SPLIT_BELOW`` (2**-10: relative error below
+uses ``floor(E / rate)`` only for ``rate >= SPLIT_BELOW`` (2**-10: body error below
 9e-13) and below it splits a draw into blocks of ``m = ceil(1 / rate)`` values,
 ``G = m A + B``: ``A`` is geometric with ratio ``alpha**m = e**-(rate m)`` (``rate m >= 1``,
-so ``floor(E / (rate m))`` is well resolved) and ``B`` in ``[0, m)`` has
-``Pr[b] ∝ alpha**b``, drawn by proposing exact uniform integers and accepting each with
-probability ``alpha**b >= 1/e`` (relative error below 2**-52). Probabilities far below
-``2**-53`` (the sparse construction's positions at large rates) come from
-:func:`exact_bernoulli`, which draws the power of two of a probability as fair bits.
+so ``floor(E / (rate m))`` is well resolved: a body error of a few ``2**-52``) and ``B``
+in ``[0, m)`` has ``Pr[b] ∝ alpha**b``, drawn by proposing exact uniform integers and
+accepting each with probability ``alpha**b >= 1/e`` (error below ``e * 2**-53`` plus the
+rounding of ``exp``). Probabilities far below ``2**-53`` (the sparse construction's
+positions at large rates) come from :func:`exact_bernoulli`, which draws the power of two
+of a probability as fair bits.
 
-What remains is the tail: the ziggurat's tail branch is ``7.697 - log1p(-U)`` with a 53-bit
-``U``, so ``E <= 44.44`` and a geometric draw never exceeds its ``44.44 / rate`` quantile
-(split draws: ``45.44 / rate``), whose exact probability is at most ``e**-44.44``, about
-5e-20. A release of K entries is therefore (N, epsilon, delta)-LPLP with
-``delta <= 2 K * 5e-20`` besides the relative errors above, far below any other error in
-practice.
+What remains is the ziggurat's tail branch, ``E = 7.697 - log1p(-U)`` with a 53-bit ``U``:
+its grid coarsens as ``e**(E - 7.697) * 2**-53``, so the relative error grows along the
+tail (past 9e-13 at rate 2**-10 from E ~ 10, mass 4.5e-5), reaching 100% near its end,
+``E <= 44.44``: a geometric draw never exceeds its ``44.44 / rate`` quantile (split draws:
+``45.44 / rate``), and above rate 44.44 the sparse path's magnitude is always 1. Counted
+as delta (the exact sum of ``max(0, D(z) - e**rate D(z - 1))`` over the tail grid, by the
+review): 1.1e-19 to 6.7e-19 per entry in the dense path (rates 2**-10 to 1.9), at most
+7.4e-20 in the sparse path. A release of K entries is therefore (N, epsilon,
+delta)-LPLP with ``delta <= K * 1e-18`` besides the body errors above, far below any other
+error in practice.
 
 :func:`sample_two_sided_geometric` is a module-level function so tests can replace it (the
 mutant hook of PRIVACY.md T4).
