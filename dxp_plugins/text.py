@@ -348,13 +348,12 @@ def _privatize_stream(
         if long:
             yield _privatize_long(group[0], mechanism, start, charged)
         else:
-            docs = kept[number] if number < len(kept) else None
-            if isinstance(docs, int):  # tokenized again: must select what was counted
-                yield from _privatize_batch(
-                    group, mechanism, select, nlp, start, charged, None, expected=docs
-                )
-            else:
-                yield from _privatize_batch(group, mechanism, select, nlp, start, charged, docs)
+            entry = kept[number] if number < len(kept) else None
+            counted = entry if isinstance(entry, int) else None  # tokenized again: must match
+            docs = None if isinstance(entry, int) else entry
+            yield from _privatize_batch(
+                group, mechanism, select, nlp, start, charged, docs, expected=counted
+            )
 
 
 def privatize_all(
