@@ -28,15 +28,51 @@ def _binned_law_pvalue(draws: np.ndarray, rate: float, edges: np.ndarray) -> flo
     return float(stats.chisquare(observed, expected).pvalue)
 
 
-@pytest.mark.parametrize("rate", [2.0**-11, 1e-6])
-def test_split_draws_follow_the_geometric_law_within_and_across_blocks(rate):
+def _split_law_pvalue(rate: float) -> float:
     """Bins inside the first block (B's law), at block boundaries and in the tail (A's)."""
     m = math.ceil(1 / rate)
     edges = np.unique(
         np.r_[np.linspace(0, m, 17)[:-1], m * np.array([1, 1.5, 2, 3, 4, 6])].astype(np.int64)
     )
-    draws = noise.geometric(_rng(1), 400_000, rate)
-    assert _binned_law_pvalue(draws, rate, edges) > 1e-6
+    return _binned_law_pvalue(noise.geometric(_rng(1), 400_000, rate), rate, edges)
+
+
+@pytest.mark.parametrize("rate", [2.0**-11, 1e-6])
+def test_split_draws_follow_the_geometric_law_within_and_across_blocks(rate):
+    assert _split_law_pvalue(rate) > 1e-6
+
+
+def _accept_every_proposal(rng, count, rate, m):
+    return rng.integers(0, m, count)  # B uniform on [0, m): the acceptance step dropped
+
+
+def _blocks_at_half_the_rate(rng, count, rate, cap=None):
+    m = math.ceil(1.0 / rate)  # A with ratio alpha**(m/2) instead of alpha**m
+    blocks = np.floor(rng.standard_exponential(count) / (0.5 * rate * m)).astype(np.int64)
+    return m * blocks + noise._truncated_geometric(rng, count, rate, m)
+
+
+@pytest.mark.parametrize(
+    ("name", "mutant"),
+    [("_truncated_geometric", _accept_every_proposal), ("geometric", _blocks_at_half_the_rate)],
+    ids=["B uniform", "A at half the rate"],
+)
+def test_mutants_of_the_split_draw_are_caught(monkeypatch, name, mutant):
+    """PRIVACY.md T4 for the split sampler: each mutant fails the law test above."""
+    monkeypatch.setattr(noise, name, mutant)
+    assert _split_law_pvalue(2.0**-11) < 1e-6
+
+
+def test_a_bernoulli_without_its_fair_bits_is_caught(monkeypatch):
+    """T4: exact_bernoulli with its power of two dropped (only ``U < mantissa``) draws
+    0.7 * 2**-13 as 0.7 and fails the chained-bits rate check."""
+
+    def mantissa_only(rng, count, probability):
+        return rng.random(count) < math.frexp(probability)[0]
+
+    monkeypatch.setattr(noise, "exact_bernoulli", mantissa_only)
+    with pytest.raises(AssertionError):
+        test_exact_bernoulli_chains_its_fair_bits(monkeypatch)
 
 
 @pytest.mark.parametrize("rate", [noise.MIN_RATE, 1e-16, 1e-15])
