@@ -310,17 +310,24 @@ def test_a_signal_while_a_written_batch_is_counted_lists_all_of_it(tmp_path, cap
 
 @pytest.mark.parametrize("source", ["in.jsonl", "-"])
 def test_a_kept_field_in_no_record_is_named(tmp_path, capsys, monkeypatch, source):
-    """F6: `--keep-fields lable,id` (a typo) passed silently, the report listing 'lable'."""
+    """F6: `--keep-fields lable,id` (a typo) passed silently, the report listing 'lable'.
+    Now the typo is named in a warning and the report lists only the names some record
+    held (they are what was written unprotected)."""
     data = b'{"id": 1, "text": "team", "zq7key": 2}\n\n{"text": "music", "label": 3}\n'
     (tmp_path / "in.jsonl").write_bytes(data)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     monkeypatch.chdir(tmp_path)
     base = ["privatize", source, "-e", 300, *FAST]
-    code, out, err = run([*base, "--keep-fields", "lable, id,label"], capsys)
+    keep = ["--keep-fields", "lable, id,label", "--report", "report.json"]
+    code, out, err = run([*base, *keep], capsys)
     assert code == 0 and out.count("\n") == 3
     warnings = err.splitlines()
     assert warnings[-1] == "dxp: warning: --keep-fields: field 'lable' was in no record"
     assert len(warnings) == 2 and "zq7key" not in err
+    assert json.loads((tmp_path / "report.json").read_text())["unprotected_fields"] == [
+        "id",
+        "label",
+    ]
     code, _, err = run([*base, "--keep-fields", "*"], capsys)
     assert code == 0 and err.count("\n") == 1  # '*': only the opt-in warning
 

@@ -15,6 +15,7 @@ from ..errors import OOVError, TextTooLongError
 from .process import CLIError, _WarningPrinter
 from .records import (
     _census,
+    _held,
     _is_regular_file,
     _jsonl_options,
     _kept_fields,
@@ -108,7 +109,8 @@ def _privatize(args: argparse.Namespace) -> int:
                 _warn_absent(kept, seen)
             if args.report:  # no document: nothing was released
                 guarantee = run.total or settings.nothing_released(mechanism)
-                _write_report(report, run, guarantee, kept, complete=True)
+                held = _held(kept, found if seen is None else seen)
+                _write_report(report, run, guarantee, held, complete=True)
     except BrokenPipeError:  # the reader left: what it read is unknown (exit 141, no report)
         raise
     except BaseException:
@@ -116,7 +118,7 @@ def _privatize(args: argparse.Namespace) -> int:
             if run.finished:  # every document went out, then the report failed
                 run.report_failed = True
             else:
-                _report_partial(args.report, run, kept)
+                _report_partial(args.report, run, _held(kept, found if seen is None else seen))
         raise
     return 0
 

@@ -313,6 +313,12 @@ def _see_kept(context: Any, kept: Sequence[str], seen: set[str]) -> None:
         seen.update(name for name in kept if name in context[1])
 
 
+def _held(kept: Sequence[str], seen: set[str]) -> list[str]:
+    """The --keep-fields a report lists as unprotected: '*', or the names some record held
+    (in the order typed; a name no record held wrote nothing)."""
+    return [name for name in kept if name == ALL_FIELDS or name in seen]
+
+
 def _warn_absent(kept: Sequence[str], seen: set[str]) -> None:
     """Warn once of the --keep-fields names no record had (as typed: never a key read from
     the data, which may be private)."""
