@@ -219,9 +219,10 @@ class DoorSettings:
         self.check_tagger(spacy_model)
         if spacy_model is None:
             return None
+        from ._pipelines import borrow
         from .text import check_english
 
-        nlp = check_english(load_pipeline(spacy_model), f"spacy_model {spacy_model!r}")
+        nlp = check_english(borrow(spacy_model), f"spacy_model {spacy_model!r}")
         self.check_entities(nlp)
         return nlp
 

@@ -22,12 +22,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-import threading
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _pipelines
 from ._normalize import is_invisible, without_invisible
 from ._validation import check_int, check_text
 from .doors import DEFAULT_BATCH_SIZE
@@ -85,28 +84,11 @@ def should_privatize(token_text: str) -> bool:
     return token_text not in PUNCTUATION and not is_invisible(token_text)
 
 
-#: The pipelines the doors load and share, one set per thread: a memory zone covers a whole
-#: vocab, so a zone opened by one thread must never free the strings of another's Docs.
-_LOCAL = threading.local()
-#: Which pipelines are ours (processed inside memory zones by :func:`forgetting`).
-_SHARED: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
 def shared_pipeline(name: str | None = None) -> Any:
     """This thread's copy of a pipeline the doors share: ``spacy.blank("en")`` (``name``
-    None) or an installed pipeline, loaded once per thread (at most two names are kept)."""
-    import spacy
-
-    cache: dict[str | None, Any] | None = getattr(_LOCAL, "pipelines", None)
-    if cache is None:
-        cache = _LOCAL.pipelines = {}
-    if name not in cache:
-        if len(cache) >= 3:  # the blank one and two named pipelines
-            cache.pop(next(key for key in cache if key is not None))
-        nlp = spacy.blank("en") if name is None else spacy.load(name)
-        _SHARED.add(nlp)
-        cache[name] = nlp
-    return cache[name]
+    None) or an installed pipeline, loaded once per thread (at most two names are kept).
+    One handed out here stays this thread's: it is never lent to a later thread."""
+    return _pipelines.hand_out(name)
 
 
 def blank_pipeline() -> Any:
@@ -132,6 +114,11 @@ def tokenizer() -> Tokenizer:
     return tokenizer_
 
 
+def _blank() -> Any:
+    """This thread's ``spacy.blank("en")`` for the text path's own use inside its zones."""
+    return _pipelines.borrow(None)
+
+
 @contextlib.contextmanager
 def forgetting(nlp: Any) -> Iterator[None]:
     """Process with a shared pipeline inside its ``memory_zone``, so its StringStore and
@@ -146,7 +133,7 @@ def forgetting(nlp: Any) -> Iterator[None]:
     docs/front-doors.md on ``memory_zone``).
     """
     zone = getattr(nlp, "memory_zone", None)
-    if nlp not in _SHARED or zone is None or getattr(nlp.vocab, "in_memory_zone", True):
+    if nlp not in _pipelines.SHARED or zone is None or getattr(nlp.vocab, "in_memory_zone", True):
         yield
         return
     try:
@@ -191,8 +178,9 @@ class TokenizedText:
 
 def tokenize(text: str) -> TokenizedText:
     """Tokenize one text with the public tokenizer and the default selection."""
-    with forgetting(blank_pipeline()):
-        return TokenizedText.from_doc(tokenizer()(check_text(text)))
+    blank = _blank()
+    with forgetting(blank):
+        return TokenizedText.from_doc(blank.tokenizer(check_text(text)))
 
 
 def detokenize(words: Sequence[str], spaces: Sequence[str]) -> str:
@@ -592,9 +580,10 @@ def _check_long(text: str, mechanism: Mechanism, position: int) -> int:
     It tokenizes every piece once more (keeping the tokens would undo the memory bound);
     on a 20 MB line that costs about 1 s of 46."""
     selected = charged = 0
+    blank = _blank()
     for piece in pieces(text, PIECE_CHARS):
-        with forgetting(blank_pipeline()):
-            doc = TokenizedText.from_doc(tokenizer()(piece))
+        with forgetting(blank):
+            doc = TokenizedText.from_doc(blank.tokenizer(piece))
         (chosen,) = _chosen([doc])
         try:
             charged += mechanism.check_release([chosen])
@@ -683,10 +672,11 @@ def _tokenized(
     texts: list[str], blank: list[bool], select: Selector | None, nlp: Any
 ) -> list[TokenizedText]:
     """The non-blank texts tokenized (by ``nlp`` when given) and selected."""
-    with forgetting(blank_pipeline() if nlp is None else nlp):
+    pipeline = _blank() if nlp is None else nlp
+    with forgetting(pipeline):
         return [
             TokenizedText.from_doc(doc, None if select is None else select(doc))
-            for doc in (tokenizer() if nlp is None else nlp).pipe(
+            for doc in (pipeline.tokenizer if nlp is None else nlp).pipe(
                 text for text, empty in zip(texts, blank, strict=True) if not empty
             )
         ]
@@ -730,10 +720,10 @@ def selected_token_offset(
     long text): an :class:`OOVError`'s ``token`` made findable without quoting the token.
     None when ``text`` has fewer privatized tokens."""
     long = len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text)
-    start = 0
+    start, pipeline = 0, _blank() if nlp is None else nlp
     for part in pieces(text, PIECE_CHARS) if long else [text]:
-        with forgetting(blank_pipeline() if nlp is None else nlp):
-            doc = (tokenizer() if nlp is None else nlp)(part)
+        with forgetting(pipeline):
+            doc = (pipeline.tokenizer if nlp is None else nlp)(part)
             tokens = TokenizedText.from_doc(doc, None if select is None else select(doc))
         offset = start
         for word, space, keep in zip(tokens.words, tokens.spaces, tokens.selected, strict=True):

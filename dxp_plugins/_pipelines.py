@@ -1,0 +1,130 @@
+"""The spaCy pipelines the doors load and share: each used by one thread at a time.
+
+A memory zone covers a whole vocabulary (strings any thread adds while it is open are freed
+when it closes), so a pipeline the doors process inside zones must never serve two live
+threads. Each thread borrows its own: ``spacy.blank("en")`` and up to two installed
+pipelines. Loading one costs ~50 ms for the blank tokenizer (its special cases) and far
+more for an installed pipeline, so a thread per request would pay that on every request:
+when a thread ends, its pipelines go back to a small pool for the next new thread. A
+pipeline goes back only when nothing else can still reach it: never one handed out by a
+public function (its caller may keep, change or share it), one inside a memory zone, or one
+whose pipeline, tokenizer or vocabulary is referenced more than when it was loaded (a Doc,
+a generator or a user's variable still holds it). Otherwise it is dropped, as before.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any
+
+from ._locks import fork_safe_lock
+
+#: Idle pipelines kept per name for new threads (more are dropped).
+POOL_LIMIT = 4
+#: Installed (named) pipelines a thread keeps beside its blank one.
+NAMED_PER_THREAD = 2
+
+#: Every pipeline loaded here (processed inside memory zones by ``text.forgetting``).
+SHARED: weakref.WeakSet[Any] = weakref.WeakSet()
+#: Pipelines a public function handed out: never lent to another thread.
+_HANDED_OUT: weakref.WeakSet[Any] = weakref.WeakSet()
+#: Reference counts of a pipeline, its tokenizer and its vocab when loaded.
+_LOADED_REFS: weakref.WeakKeyDictionary[Any, tuple[int, int, int]] = weakref.WeakKeyDictionary()
+_LOCAL = threading.local()
+
+
+class _Pool:
+    """Idle pipelines by name, lent to new threads."""
+
+    def __init__(self) -> None:
+        self._lock = fork_safe_lock(self)
+        self._idle: dict[str | None, list[Any]] = {}
+
+    def take(self, name: str | None) -> Any | None:
+        with self._lock:
+            idle = self._idle.get(name)
+            return idle.pop() if idle else None
+
+    def give(self, name: str | None, nlp: Any) -> None:
+        """Keep ``nlp`` for a later thread if nothing else can reach it (the caller holds
+        it in one local variable: one reference more than :func:`_load` had)."""
+        if nlp in _HANDED_OUT or getattr(nlp.vocab, "in_memory_zone", True):
+            return
+        loaded = _LOADED_REFS.get(nlp)
+        if loaded is None:
+            return
+        # held here as when loaded, plus the caller's one variable
+        allowed = (loaded[0] + 1, loaded[1], loaded[2])
+        if any(now > most for now, most in zip(_refs(nlp), allowed, strict=True)):
+            return
+        with self._lock:
+            idle = self._idle.setdefault(name, [])
+            if len(idle) < POOL_LIMIT:
+                idle.append(nlp)
+
+    def idle(self, name: str | None) -> int:
+        """How many ``name`` pipelines wait for a thread."""
+        with self._lock:
+            return len(self._idle.get(name, ()))
+
+
+_POOL = _Pool()
+
+
+class _Lease:
+    """Lives in one thread's local storage: collected when the thread ends."""
+
+
+def _refs(nlp: Any) -> tuple[int, int, int]:
+    return sys.getrefcount(nlp), sys.getrefcount(nlp.tokenizer), sys.getrefcount(nlp.vocab)
+
+
+def _load(name: str | None) -> Any:
+    import spacy
+
+    nlp = spacy.blank("en") if name is None else spacy.load(name)
+    SHARED.add(nlp)
+    _LOADED_REFS[nlp] = _refs(nlp)
+    return nlp
+
+
+def _give_back(pipelines: dict[str | None, Any]) -> None:
+    """A finished thread's pipelines, to the pool (runs as the thread's locals go)."""
+    while pipelines:
+        name, nlp = pipelines.popitem()
+        _POOL.give(name, nlp)
+        del nlp
+
+
+def _this_thread() -> dict[str | None, Any]:
+    pipelines: dict[str | None, Any] | None = getattr(_LOCAL, "pipelines", None)
+    if pipelines is None:
+        pipelines = _LOCAL.pipelines = {}
+        _LOCAL.lease = lease = _Lease()
+        weakref.finalize(lease, _give_back, pipelines).atexit = False
+    return pipelines
+
+
+def borrow(name: str | None) -> Any:
+    """This thread's pipeline ``name`` (None: ``spacy.blank("en")``), for the library's own
+    use inside memory zones: taken from the pool or loaded on the thread's first use."""
+    pipelines = _this_thread()
+    if name not in pipelines:
+        if len(pipelines) > NAMED_PER_THREAD:  # the blank one and two named pipelines
+            oldest = next(key for key in pipelines if key is not None)
+            evicted = pipelines.pop(oldest)
+            _POOL.give(oldest, evicted)
+            del evicted
+        nlp = _POOL.take(name)
+        pipelines[name] = _load(name) if nlp is None else nlp
+    return pipelines[name]
+
+
+def hand_out(name: str | None) -> Any:
+    """This thread's pipeline ``name`` for a caller outside the library: it stays this
+    thread's and is never lent to another."""
+    nlp = borrow(name)
+    _HANDED_OUT.add(nlp)
+    return nlp
