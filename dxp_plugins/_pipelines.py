@@ -48,16 +48,14 @@ class _Pool:
             return idle.pop() if idle else None
 
     def give(self, name: str | None, nlp: Any) -> None:
-        """Keep ``nlp`` for a later thread if nothing else can reach it (the caller holds
-        it in one local variable: one reference more than :func:`_load` had)."""
+        """Keep ``nlp`` for a later thread if nothing else can reach it. The caller holds
+        it in one local variable, as :func:`_load` did when it counted the references by
+        the same path (a caller's variable, one argument, then :func:`_refs`), so equal
+        counts mean no other holder on any Python version."""
         if nlp in _HANDED_OUT or getattr(nlp.vocab, "in_memory_zone", True):
             return
         loaded = _LOADED_REFS.get(nlp)
-        if loaded is None:
-            return
-        # held here as when loaded, plus the caller's one variable
-        allowed = (loaded[0] + 1, loaded[1], loaded[2])
-        if any(now > most for now, most in zip(_refs(nlp), allowed, strict=True)):
+        if loaded is None or any(now > then for now, then in zip(_refs(nlp), loaded, strict=True)):
             return
         with self._lock:
             idle = self._idle.setdefault(name, [])
@@ -81,12 +79,17 @@ def _refs(nlp: Any) -> tuple[int, int, int]:
     return sys.getrefcount(nlp), sys.getrefcount(nlp.tokenizer), sys.getrefcount(nlp.vocab)
 
 
+def _counted(nlp: Any) -> tuple[int, int, int]:
+    """:func:`_refs` one call deep, as :meth:`_Pool.give` counts them."""
+    return _refs(nlp)
+
+
 def _load(name: str | None) -> Any:
     import spacy
 
     nlp = spacy.blank("en") if name is None else spacy.load(name)
     SHARED.add(nlp)
-    _LOADED_REFS[nlp] = _refs(nlp)
+    _LOADED_REFS[nlp] = _counted(nlp)
     return nlp
 
 
