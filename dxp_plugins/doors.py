@@ -441,11 +441,16 @@ def load_embeddings_setting(
     params = dict(embeddings_params)
     if vocab_size is not None:
         params["vocab_size"] = vocab_size
+    from . import registry
+
+    loader = registry.resolve(registry.embeddings, embeddings)
     try:
         key = json.dumps(params, sort_keys=True)
     except TypeError:  # an object argument: load without sharing
-        return _load(embeddings, params)
-    return _load_shared(embeddings, key, _file_stamps(params))
+        return _load(embeddings, loader, params)
+    # The loader itself is part of the key: a name registered again (a notebook cell run
+    # twice) is a new table, as dxp.load_embeddings would load it.
+    return _load_shared(embeddings, key, (loader, *_file_stamps(params)))
 
 
 def _check_params(params: Any, setting: str) -> dict[str, Any]:
@@ -505,13 +510,49 @@ def _pos_tags() -> frozenset[str]:
 
 
 # -- embeddings shared between doors ----------------------------------------------------------
-def _load(name: str, params: dict[str, Any]) -> EmbeddingTable:
-    from .embeddings import load_embeddings
+def _load(name: str, loader: Any, params: dict[str, Any]) -> EmbeddingTable:
+    """``loader(**params)`` checked as :func:`dxp_plugins.load_embeddings` checks it. A
+    loader without a ``vocab_size`` parameter loads its whole table and the door keeps the
+    ``vocab_size`` most frequent words itself. Arguments are bound before the call; a
+    mismatch, or a built-in loader's TypeError (an argument of the wrong type), is a
+    ValueError naming the embeddings. A plugin loader's own errors are left as raised (the
+    CLI withholds their messages: they may quote what the loader read)."""
+    from .embeddings import checked_table
 
+    vocab_size = params.get("vocab_size")
+    if vocab_size is not None and not _takes(loader, "vocab_size"):
+        whole = _load(name, loader, {k: v for k, v in params.items() if k != "vocab_size"})
+        if whole.frequency_rank is None:
+            raise ValueError(
+                f"embeddings {name!r}: vocab_size keeps the most frequent words, but its "
+                "loader takes no vocab_size and its table has no frequency_rank"
+            )
+        return whole.most_frequent(vocab_size)
     try:
-        return load_embeddings(name, **params)
+        inspect.signature(loader).bind(**params)
     except TypeError as error:
         raise ValueError(f"embeddings {name!r}: {error}") from None
+    except ValueError:  # not introspectable: the call checks
+        pass
+    try:
+        return checked_table(name, lambda: loader(**params))
+    except TypeError as error:
+        if not str(getattr(loader, "__module__", "")).startswith("dxp_plugins."):
+            raise
+        raise ValueError(f"embeddings {name!r}: {error}") from None
+
+
+def _takes(function: Any, parameter: str) -> bool:
+    """Whether ``function`` accepts the keyword ``parameter`` (True if not introspectable)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        or (p.name == parameter and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in parameters
+    )
 
 
 #: The per-key locks of :func:`_load_shared` (one small entry per setting loaded).
@@ -529,14 +570,29 @@ def _load_shared(name: str, params_json: str, stamps: tuple[Any, ...]) -> Embedd
 
 @functools.lru_cache(maxsize=4)
 def _load_cached(name: str, params_json: str, stamps: tuple[Any, ...]) -> EmbeddingTable:
-    return _load(name, json.loads(params_json))
+    return _load(name, stamps[0], json.loads(params_json))  # stamps[0]: the loader
+
+
+#: Entries of a directory argument stamped (a plugin's data folder), in name order.
+STAMPED_ENTRIES = 256
 
 
 def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
-    """(name, size, mtime) of each argument naming an existing file, e.g. ``path``."""
-    stamps = []
+    """(name, size, mtime, inode) of each argument naming an existing file, e.g. ``path``,
+    and of the first :data:`STAMPED_ENTRIES` files directly inside one naming a directory
+    (a plugin's ``data_dir``): an edited file is a new key. Data a loader finds by other
+    means (an environment variable, a service) is loaded once per process."""
+    stamps: list[tuple[Any, ...]] = []
     for key, value in sorted(params.items()):
-        if isinstance(value, str | os.PathLike) and os.path.isfile(value):
+        if not isinstance(value, str | os.PathLike):
+            continue
+        if os.path.isfile(value):
             status = os.stat(value)
             stamps.append((key, status.st_size, status.st_mtime_ns, status.st_ino))
+        elif os.path.isdir(value):
+            with os.scandir(os.fspath(value)) as entries:
+                files = sorted((e for e in entries if e.is_file()), key=lambda e: str(e.name))
+            for entry in files[:STAMPED_ENTRIES]:
+                status = entry.stat()
+                stamps.append((key, str(entry.name), status.st_size, status.st_mtime_ns))
     return tuple(stamps)

@@ -17,7 +17,9 @@ __all__ = [
     "BudgetExceededError",
     "DxpError",
     "DxpWarning",
+    "InvalidTableError",
     "OOVError",
+    "PluginLoadError",
     "PrivacyWarning",
     "SeededRandomnessWarning",
     "TextTooLongError",
@@ -60,6 +62,20 @@ class TextTooLongError(DxpError, ValueError):
             f"needs whole: split it, or raise max_length"
         )
         self.document, self.length, self.limit = document, length, limit
+
+
+class InvalidTableError(DxpError, ValueError):
+    """An :class:`~dxp_plugins.EmbeddingTable`'s words, vectors or frequency rank failed
+    validation (PRIVACY.md 26); from a registry loader, the message names the embeddings."""
+
+
+class PluginLoadError(DxpError, ValueError):
+    """A registry entry that failed to import or is not callable; ``reason`` is the cause
+    (the message names the registry name and the plugin's distribution and target)."""
+
+    def __init__(self, message: str, reason: Exception) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class DxpWarning(UserWarning):

@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import catalogue
 
-from .errors import warn
+from .errors import PluginLoadError, warn
 
 embeddings = catalogue.create("dxp_plugins", "embeddings", entry_points=True)
 mechanisms = catalogue.create("dxp_plugins", "mechanisms", entry_points=True)
@@ -126,12 +127,31 @@ def declarations(registry: catalogue.Registry) -> dict[str, list[Declaration]]:
         found.setdefault(str(entry.name), []).append(declaration)
     namespace = tuple(registry.namespace)
     for keys, value in catalogue._get_all(namespace).items():
-        if len(keys) == len(namespace) + 1:
-            found.setdefault(keys[-1], []).append(Declaration(LOCAL, None, False, local=value))
+        if len(keys) != len(namespace) + 1:
+            continue
+        listed = found.setdefault(keys[-1], [])
+        # A plugin that both decorates a function and declares it as an entry point:
+        # importing the entry point registers it again, as the same object (one entry).
+        if not any(_imported_target(d.target) is value for d in listed):
+            listed.append(Declaration(LOCAL, None, False, local=value))
     for name, listed in found.items():
         unique = {d.identity: d for d in listed}  # the same entry twice is one entry
         found[name] = sorted(unique.values(), key=lambda d: not d.builtin)  # stable
     return found
+
+
+def _imported_target(target: str | None) -> Any:
+    """The object an entry point's ``module:attribute`` names if its module is already
+    imported (nothing is imported here), else None."""
+    if target is None:
+        return None
+    module_name, _, attribute = target.partition(":")
+    value = sys.modules.get(module_name.strip())
+    if value is None or not attribute.strip():
+        return None
+    for part in attribute.strip().split("."):
+        value = getattr(value, part, None)
+    return value
 
 
 def names(registry: catalogue.Registry) -> list[str]:
@@ -176,21 +196,18 @@ def _choose(registry: catalogue.Registry, name: str, listed: list[Declaration]) 
         sources = "; ".join(d.describe() for d in listed)
         raise ValueError(
             f"{kind} {name!r} is declared by {len(listed)} sources: {sources}; which one "
-            "wins would depend on the install order, so none is used: uninstall one or "
+            "wins would depend on the install or import order, so none is used: remove one or "
             "register it under another name"
         )
     return listed[0]
 
 
-class PluginLoadError(ValueError):
-    """A registry entry that failed to import or is not callable; ``reason`` is the cause."""
-
-    def __init__(self, kind: str, name: str, declaration: Declaration, reason: Exception):
-        super().__init__(
-            f"{kind} {name!r} failed to load: {declaration.describe()}: "
-            f"{type(reason).__name__}: {reason}"
-        )
-        self.reason = reason
+def _load_error(kind: str, name: str, declaration: Declaration, reason: Exception) -> Exception:
+    return PluginLoadError(
+        f"{kind} {name!r} failed to load: {declaration.describe()}: "
+        f"{type(reason).__name__}: {reason}",
+        reason,
+    )
 
 
 def _load(kind: str, name: str, declaration: Declaration) -> Any:
@@ -202,11 +219,11 @@ def _load(kind: str, name: str, declaration: Declaration) -> Any:
         try:
             entry = declaration.entry_point.load()
         except Exception as error:  # anything the plugin's import raises
-            raise PluginLoadError(kind, name, declaration, error) from error
+            raise _load_error(kind, name, declaration, error) from error
     if not callable(entry):
         what = declaration.target or "the registered object"
-        reason = TypeError(f"{what} is a {type(entry).__name__}, not a callable")
-        raise PluginLoadError(kind, name, declaration, reason)
+        reason = TypeError(f"{what} is not callable (its type is {type(entry).__name__})")
+        raise _load_error(kind, name, declaration, reason)
     return entry
 
 
@@ -225,7 +242,8 @@ def resolve(registry: catalogue.Registry, name: str) -> Any:
 
 
 def describe(registry: catalogue.Registry) -> dict[str, str]:
-    """Name -> first docstring line of every entry; a broken plugin warns instead of failing.
+    """Name -> first docstring line of every entry; a broken plugin is listed as
+    ``[failed to load: ErrorType]`` and warns (with the error) instead of failing.
 
     A duplicate name says so in its line: which declaration is used and which are ignored,
     or that it is refused (two non-built-in sources; nothing is imported for it).
@@ -245,6 +263,7 @@ def describe(registry: catalogue.Registry) -> dict[str, str]:
                 f"{type(cause).__name__}: {cause}",
                 RuntimeWarning,
             )
+            described[name] = f"[failed to load: {type(cause).__name__}]"
             continue
         doc = (getattr(entry, "__doc__", None) or "").strip()
         line = doc.splitlines()[0] if doc else ""

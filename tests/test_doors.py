@@ -299,10 +299,10 @@ def test_threads_at_first_use_of_a_setting_share_one_load(monkeypatch):
     loads = []
     load = doors._load
 
-    def slow_load(name, params):
+    def slow_load(name, loader, params):
         loads.append(params)
         time.sleep(0.05)
-        return load(name, params)
+        return load(name, loader, params)
 
     monkeypatch.setattr(doors, "_load", slow_load)
     barrier = threading.Barrier(8)

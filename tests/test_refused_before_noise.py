@@ -296,6 +296,7 @@ def test_a_mechanism_class_overriding_its_batches_is_charged_batch_by_batch(tabl
     from dxp_plugins.mechanisms.madlib import Madlib
 
     class Logged(Madlib):
+        name = "logged-madlib-test"
         calls = 0
 
         def privatize_batch(self, documents):

@@ -565,6 +565,7 @@ def test_precompute_reads_epsilon_once(plane):
     10, N2). Each read here sees another value, as that interleaving would."""
 
     class EpsilonChangesBetweenReads(dxp.TEM):
+        name = "tem-epsilon-flips-test"
         flip = False
 
         @property

@@ -196,7 +196,8 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
         type=_key_value,
         default=[],
         metavar="KEY=VALUE",
-        help="extra loader argument, e.g. path=vectors.txt",
+        help="extra loader argument, e.g. path=vectors.txt (a value that parses as JSON is "
+        "decoded: 2024 is an int; '\"2024\"' keeps a str)",
     )
     parser.add_argument("--vocab-size", type=int, help="keep the N most frequent words")
     parser.add_argument(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ..errors import InvalidTableError
 from .table import OOV_ID, EmbeddingTable
 
 __all__ = ["OOV_ID", "EmbeddingTable", "load_embeddings"]
@@ -17,7 +19,16 @@ def load_embeddings(name: str = "glove-6b-50d", **kwargs: Any) -> EmbeddingTable
     from .. import registry
 
     loader = registry.resolve(registry.embeddings, name)
-    table = loader(**kwargs)
+    return checked_table(name, lambda: loader(**kwargs))
+
+
+def checked_table(name: str, load: Callable[[], Any]) -> EmbeddingTable:
+    """``load()``, which must return an :class:`EmbeddingTable`; a table it builds that
+    fails validation names the embeddings (a plugin's table says which plugin)."""
+    try:
+        table = load()
+    except InvalidTableError as error:
+        raise InvalidTableError(f"embeddings {name!r}: {error}") from None
     if not isinstance(table, EmbeddingTable):
         raise TypeError(
             f"embedding loader {name!r} returned {type(table).__name__}, not an EmbeddingTable"

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._normalize import _DELETE_INVISIBLE, INVISIBLE, normalize_word
 from .._validation import check_int, check_matrix, check_text
-from ..errors import DxpWarning, warn
+from ..errors import DxpWarning, InvalidTableError, warn
 
 if TYPE_CHECKING:
     from gensim.models import KeyedVectors
@@ -61,18 +61,23 @@ class EmbeddingTable:
         if not (set(map(type, word_tuple)) == {str} and all(word_tuple)):  # fast path
             for position, word in enumerate(word_tuple):
                 if not isinstance(word, str) or not word:
-                    raise ValueError(f"words must be non-empty strings (row {position} is not)")
+                    raise InvalidTableError(
+                        f"words must be non-empty strings (row {position} is not)"
+                    )
             # A subclass (numpy.str_) becomes a plain str, as check_text does for texts.
             word_tuple = tuple(str.__str__(word) for word in word_tuple)
         bad = unusable_words(word_tuple)
         if bad:
             position, reason = bad[0]
-            raise ValueError(f"row {position}: a word must not {reason} (PRIVACY.md 26)")
+            raise InvalidTableError(f"row {position}: a word must not {reason} (PRIVACY.md 26)")
         if len(set(word_tuple)) != len(word_tuple):
-            raise ValueError("words must be unique")
-        matrix = check_matrix(vectors)
+            raise InvalidTableError(f"words must be unique ({_first_repeat(word_tuple)})")
+        try:
+            matrix = check_matrix(vectors)
+        except ValueError as error:
+            raise InvalidTableError(str(error)) from None
         if matrix.shape[0] != len(word_tuple):
-            raise ValueError(
+            raise InvalidTableError(
                 f"vectors has {matrix.shape[0]} rows but there are {len(word_tuple)} words"
             )
         if copy:
@@ -94,9 +99,9 @@ class EmbeddingTable:
             return None
         array = np.asarray(rank)
         if array.shape != (size,) or not np.issubdtype(array.dtype, np.integer):
-            raise ValueError("frequency_rank must be one integer per word")
+            raise InvalidTableError("frequency_rank must be one integer per word")
         if not np.array_equal(np.sort(array), np.arange(size)):
-            raise ValueError("frequency_rank must be a permutation of 0..len(words)-1")
+            raise InvalidTableError("frequency_rank must be a permutation of 0..len(words)-1")
         return _immutable(array.astype(np.int64))
 
     # -- basic properties -------------------------------------------------------------
@@ -411,3 +416,13 @@ def _warn_case_variants(words: tuple[str, ...], keys: dict[str, int], shadowed: 
             "take the other row's vector",
             DxpWarning,
         )
+
+
+def _first_repeat(words: Sequence[str]) -> str:
+    """Where the first repeated word is, by rows (a table's words are public)."""
+    first: dict[str, int] = {}
+    for row, word in enumerate(words):
+        if word in first:
+            return f"row {row} repeats row {first[word]}"
+        first[word] = row
+    return "no repeat"

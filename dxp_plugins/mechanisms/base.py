@@ -26,6 +26,8 @@ from ..guarantee import OOV_POLICIES, Accountant, Guarantee
 
 #: Settings a subclass may assign once (in ``__init__``) but never again.
 _SET_ONCE = frozenset({"metric"})
+#: The names the library's own mechanisms record (each in ``dxp_plugins.mechanisms.<name>``).
+BUILTIN_NAMES = frozenset({"madlib", "tem", "brr"})
 
 
 class Reservation:
@@ -71,7 +73,8 @@ class Mechanism(ABC):
         Shared :class:`~dxp_plugins.guarantee.Accountant` (default: a private one).
     """
 
-    #: Registry name.
+    #: The name guarantees record releases under: every class sets its own (a subclass
+    #: does not inherit it, see :meth:`_check_name`).
     name: ClassVar[str]
     #: The metric the guarantee is stated in: a class attribute, or set once in ``__init__``
     #: (TEM's depends on its options); either way it cannot be reassigned.
@@ -88,6 +91,7 @@ class Mechanism(ABC):
         random_state: int | RandomSource | None = None,
         accountant: Accountant | None = None,
     ) -> None:
+        self._check_name()
         if isinstance(embeddings, str):
             from ..embeddings import load_embeddings
 
@@ -110,6 +114,25 @@ class Mechanism(ABC):
         )
         self.accountant = accountant if accountant is not None else Accountant()
         self.last_guarantee: Guarantee | None = None
+
+    @classmethod
+    def _check_name(cls) -> None:
+        """Guarantees record (and merge) releases under the class's ``name``: a class
+        that does not set its own would be recorded as its parent (a Madlib subclass with
+        other noise as Madlib), and only the library's classes may record a built-in's."""
+        name = cls.__dict__.get("name")
+        if not isinstance(name, str) or not name.strip():
+            parent = getattr(cls, "name", None)
+            inherited = f" (not {parent!r}, its parent's)" if isinstance(parent, str) else ""
+            raise TypeError(
+                f"{cls.__name__} must set its own class attribute name{inherited}: a str "
+                "naming the mechanism, which its guarantees record"
+            )
+        if name in BUILTIN_NAMES and cls.__module__ != f"dxp_plugins.mechanisms.{name}":
+            raise TypeError(
+                f"{cls.__name__}.name {name!r} is a built-in mechanism's name: its "
+                "guarantees would read as that mechanism's; choose another"
+            )
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Settings without a setter are fixed when the mechanism is built: its codes,
@@ -180,7 +203,9 @@ class Mechanism(ABC):
     # -- what subclasses implement ---------------------------------------------------------
     @abstractmethod
     def _sample(self, ids: np.ndarray, rng: np.random.Generator, epsilon: float) -> np.ndarray:
-        """Private output ids for input ids (``-1`` = UNK point), fresh noise per entry.
+        """Private output ids for input ids, fresh noise per entry: one row id in
+        ``[0, len(self.embeddings))`` per input id (an input ``-1`` is the public UNK
+        point; an output is always a vocabulary row, checked by :meth:`_sampled`).
 
         ``epsilon`` is the value the release was charged at: draw the noise at it, never at
         ``self.epsilon``, which another thread may reassign during the release.
@@ -215,6 +240,12 @@ class Mechanism(ABC):
         do not."""
         import hashlib
 
+        metric = getattr(self, "metric", None)
+        if not isinstance(metric, str) or not metric.strip():
+            raise TypeError(
+                f"{type(self).__name__} must set metric (a class attribute, or once in "
+                "__init__): the str naming the distance its epsilon is per"
+            )
         table = self.embeddings
         if table.name is None or len(table) == 0:
             space = table.fingerprint[:16]
@@ -223,7 +254,7 @@ class Mechanism(ABC):
             top = 0 if rank is None else int(np.argmin(rank))
             first = table.words[top].encode() + np.asarray(table.vectors[top]).tobytes()
             space = f"{table.name} ({hashlib.sha256(first).hexdigest()[:8]})"
-        return f"unit of {self.metric} distance between {space} vectors"
+        return f"unit of {metric} distance between {space} vectors"
 
     @property
     def rng_mode(self) -> str:
@@ -362,7 +393,7 @@ class Mechanism(ABC):
             self.accountant.charge(epsilon * len(ids), len(ids), unit=self.ledger_unit)
         try:
             chunks = [
-                self._sample(ids[start : start + self.chunk_size], rng, epsilon)
+                self._sampled(ids[start : start + self.chunk_size], rng, epsilon)
                 for start in range(0, len(ids), self.chunk_size)
             ]
         except BaseException:
@@ -372,6 +403,24 @@ class Mechanism(ABC):
                 )
             raise
         return np.concatenate(chunks), epsilon
+
+    def _sampled(self, ids: np.ndarray, rng: np.random.Generator, epsilon: float) -> np.ndarray:
+        """:meth:`_sample`, its output checked: a 1-D integer array of one vocabulary row
+        per input id (a plugin's ``-1`` would otherwise index the last word, silently)."""
+        out = self._sample(ids, rng, epsilon)
+        rows = len(self.embeddings)
+        if not isinstance(out, np.ndarray):
+            got = type(out).__name__
+        elif out.shape != ids.shape or not np.issubdtype(out.dtype, np.integer):
+            got = f"an array of shape {out.shape} and dtype {out.dtype}"
+        elif out.size and (out.min() < 0 or out.max() >= rows):
+            got = "ids outside that range"
+        else:
+            return out
+        raise TypeError(
+            f"{type(self).__name__}._sample must return a 1-D integer array of {len(ids)} "
+            f"row ids in [0, {rows}), one per input id; got {got}"
+        )
 
     def _reserve(self, tokens: int) -> Reservation:
         """Charge ``tokens`` now, for one release made in parts (a long text, a capped

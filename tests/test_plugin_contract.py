@@ -1,0 +1,246 @@
+"""What a third-party plugin may and must do (plugin-author review, eighteenth session).
+
+A mechanism states its own name (guarantees record and merge releases under it) and metric,
+and returns one vocabulary row per input; a loader's table errors name the loader; a
+function both decorated and declared as an entry point is one entry; loaders need not take
+``vocab_size``; the doors' shared tables follow a re-registered loader and an edited data
+folder.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import textwrap
+
+import catalogue
+import numpy as np
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins import registry
+from dxp_plugins.doors import DoorSettings, load_embeddings_setting
+from dxp_plugins.mechanisms.base import Mechanism
+from dxp_plugins.mechanisms.madlib import Madlib
+from tests.door_fixtures import register
+
+
+@pytest.fixture
+def table():
+    rng = np.random.default_rng(0)
+    return dxp.EmbeddingTable([f"w{i}" for i in range(20)], rng.normal(size=(20, 4)))
+
+
+# -- mechanisms: name, metric, output ----------------------------------------------------------
+def test_a_subclass_of_a_builtin_must_name_itself(table):
+    """A Madlib subclass drawing other noise was recorded, stated and merged as 'madlib'."""
+
+    class LooseMadlib(Madlib):
+        pass
+
+    with pytest.raises(TypeError, match=r"LooseMadlib must set its own class attribute name"):
+        LooseMadlib(table, 5.0)
+
+    class Claiming(Madlib):
+        name = "madlib"
+
+    with pytest.raises(TypeError, match=r"'madlib' is a built-in mechanism's name"):
+        Claiming(table, 5.0)
+
+    class Named(Madlib):
+        name = "loose-madlib"
+
+    named, madlib = Named(table, 5.0), Madlib(table, 5.0)
+    named.privatize(["w1"])
+    madlib.privatize(["w1"])
+    assert named.last_guarantee.mechanism == "loose-madlib"
+    assert named.last_guarantee.statement.startswith("loose-madlib")
+    with pytest.raises(ValueError, match="different mechanism"):
+        dxp.Guarantee.combine([named.last_guarantee, madlib.last_guarantee])
+
+
+class _Echo(Mechanism):
+    """Every word to a fixed function of its row (plumbing only)."""
+
+    name = "echo-test"
+    metric = "discrete"
+    result = staticmethod(lambda ids: np.maximum(ids, 0))
+
+    def _sample(self, ids, rng, epsilon):
+        return self.result(ids)
+
+
+def test_a_mechanism_without_a_name_or_metric_fails_before_any_spend(table):
+    class NoName(Mechanism):
+        metric = "discrete"
+
+        def _sample(self, ids, rng, epsilon):
+            return np.maximum(ids, 0)
+
+    with pytest.raises(TypeError, match="NoName must set its own class attribute name"):
+        NoName(table, 1.0)
+
+    class NoMetric(Mechanism):
+        name = "no-metric-test"
+
+        def _sample(self, ids, rng, epsilon):
+            return np.maximum(ids, 0)
+
+    ledger = dxp.Accountant()
+    mechanism = NoMetric(table, 1.0, accountant=ledger)
+    with pytest.raises(TypeError, match="NoMetric must set metric"):
+        mechanism.privatize(["w1", "w2"])
+    assert ledger.spent == 0 and ledger.releases == 0
+
+
+@pytest.mark.parametrize(
+    ("result", "got"),
+    [
+        (lambda ids: np.full(len(ids), -1), "ids outside that range"),
+        (lambda ids: np.full(len(ids), 20), "ids outside that range"),
+        (lambda ids: np.maximum(ids, 0)[:-1], r"shape \(2,\) and dtype int64"),
+        (lambda ids: ids + 0.5, "dtype float64"),
+        (lambda ids: np.maximum(ids, 0)[:, None], r"shape \(3, 1\)"),
+        (lambda ids: list(np.maximum(ids, 0)), "got list"),
+    ],
+)
+def test_a_sample_that_is_not_one_row_per_input_is_refused(table, result, got):
+    """A plugin's -1 used to become the last word of the vocabulary, silently; other shapes
+    came back from privatize_ids as they were, or failed in numpy's words."""
+    mechanism = _Echo(table, 1.0)
+    mechanism.result = result
+    with pytest.raises(
+        TypeError, match=rf"_Echo._sample must return .*of 3 row ids in \[0, 20\).*{got}"
+    ):
+        mechanism.privatize(["w1", "w2", "w3"])
+    with pytest.raises(TypeError, match=r"_Echo\._sample must return"):
+        mechanism.privatize_ids(np.array([1, 2, 3]))
+    mechanism.result = lambda ids: np.maximum(ids, 0)
+    assert mechanism.privatize(["w1", "w2", "w3"]) == ["w1", "w2", "w3"]
+
+
+# -- registration ------------------------------------------------------------------------------
+def test_a_function_both_decorated_and_declared_is_one_entry(monkeypatch, tmp_path):
+    """Importing the entry point ran the decorator: a second 'source', and the name was
+    refused ('declared by 2 sources') from the second use on."""
+    (tmp_path / "decorated_plugin_test.py").write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            import dxp_plugins as dxp
+            from dxp_plugins import registry
+
+            @registry.embeddings.register("decorated-test.v1")
+            def load(vocab_size=None):
+                '''Two words, decorated and declared.'''
+                return dxp.EmbeddingTable(["yes", "no"], np.eye(2), name="decorated-test")
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "decorated_plugin_test", raising=False)
+    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
+    installed = catalogue.AVAILABLE_ENTRY_POINTS
+    existing = [entry for group in installed.groups for entry in installed.select(group=group)]
+    entry = importlib.metadata.EntryPoint(
+        name="decorated-test.v1", value="decorated_plugin_test:load", group="dxp_plugins_embeddings"
+    )
+    monkeypatch.setattr(
+        catalogue, "AVAILABLE_ENTRY_POINTS", importlib.metadata.EntryPoints([*existing, entry])
+    )
+    for _ in range(3):
+        assert dxp.load_embeddings("decorated-test.v1").words == ("yes", "no")
+    assert "decorated-test.v1" not in registry.duplicates(registry.embeddings)
+    other = importlib.import_module("decorated_plugin_test")
+    registry.embeddings.register("decorated-test.v1", func=lambda: other.load())  # another one
+    with pytest.raises(ValueError, match="declared by 2 sources"):
+        dxp.load_embeddings("decorated-test.v1")
+
+
+# -- loaders -----------------------------------------------------------------------------------
+def _ranked(words=("a", "b", "c", "d")):
+    rank = np.arange(len(words))[::-1].copy()  # "d" is the most frequent
+    return dxp.EmbeddingTable(list(words), np.eye(len(words)), frequency_rank=rank, name="ranked")
+
+
+def test_a_loader_without_vocab_size_is_cut_by_the_door(monkeypatch):
+    """Every door passed vocab_size to the loader: one without that parameter failed at
+    the first document with Python's 'unexpected keyword argument'."""
+    register(monkeypatch, "embeddings", "ranked-test.v1", lambda: _ranked())
+    settings = DoorSettings.create(epsilon=1.0, embeddings="ranked-test.v1", vocab_size=2)
+    assert settings.load_embeddings().words == ("c", "d")
+    register(
+        monkeypatch,
+        "embeddings",
+        "unranked-test.v1",
+        lambda: dxp.EmbeddingTable(["a", "b"], np.eye(2)),
+    )
+    settings = DoorSettings.create(epsilon=1.0, embeddings="unranked-test.v1", vocab_size=1)
+    with pytest.raises(ValueError, match="takes no vocab_size and its table has no frequency"):
+        settings.load_embeddings()
+
+
+def test_a_plugin_loaders_own_errors_are_left_as_raised(monkeypatch):
+    """A TypeError inside a plugin loader was reworded into the library's own ValueError,
+    which the CLI prints in full (its message may quote what the loader read)."""
+
+    def failing(vocab_size=None):
+        raise TypeError("zq7 read from the file")
+
+    failing.__module__ = "some_plugin"
+    register(monkeypatch, "embeddings", "failing-test.v1", failing)
+    with pytest.raises(TypeError, match="zq7") as error:
+        load_embeddings_setting("failing-test.v1", {}, None)
+    assert not str(error.value).startswith("embeddings")
+
+
+def test_table_errors_name_the_loader(monkeypatch):
+    register(
+        monkeypatch,
+        "embeddings",
+        "dup-test.v1",
+        lambda: dxp.EmbeddingTable(["a", "b", "a"], np.eye(3)),
+    )
+    register(
+        monkeypatch,
+        "embeddings",
+        "nan-test.v1",
+        lambda: dxp.EmbeddingTable(["a", "b"], np.array([[0.0, np.nan], [1.0, 0.0]])),
+    )
+    with pytest.raises(
+        dxp.InvalidTableError,
+        match=r"embeddings 'dup-test.v1': words must be unique \(row 2 repeats row 0\)",
+    ):
+        dxp.load_embeddings("dup-test.v1")
+    with pytest.raises(
+        dxp.InvalidTableError, match=r"embeddings 'nan-test.v1': vectors must be finite"
+    ):
+        load_embeddings_setting("nan-test.v1", {}, None)
+
+
+# -- the doors' shared tables ------------------------------------------------------------------
+def test_a_re_registered_loader_is_a_new_shared_table(monkeypatch):
+    """The doors' cache kept serving the first table of a name after the loader was
+    registered again (a notebook cell run twice), while load_embeddings loaded the new one."""
+    register(monkeypatch, "embeddings", "notebook-test.v1", lambda: _ranked())
+    first = load_embeddings_setting("notebook-test.v1", {}, None)
+    assert load_embeddings_setting("notebook-test.v1", {}, None) is first  # still shared
+    register(monkeypatch, "embeddings", "notebook-test.v1", lambda: _ranked("wxyz"))
+    assert load_embeddings_setting("notebook-test.v1", {}, None).words == tuple("wxyz")
+
+
+def test_an_edited_data_folder_is_a_new_shared_table(monkeypatch, tmp_path):
+    """Files directly in a directory argument are stamped like a file argument."""
+
+    def load(data_dir: str):
+        words = (tmp_path / "data" / "words.txt").read_text().split()
+        return dxp.EmbeddingTable(words, np.eye(len(words)))
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "words.txt").write_text("a b c")
+    register(monkeypatch, "embeddings", "folder-test.v1", load)
+    params = {"data_dir": str(tmp_path / "data")}
+    first = load_embeddings_setting("folder-test.v1", params, None)
+    assert load_embeddings_setting("folder-test.v1", params, None) is first
+    (tmp_path / "data" / "words.txt").write_text("a b c d e")
+    assert len(load_embeddings_setting("folder-test.v1", params, None)) == 5
