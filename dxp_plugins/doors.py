@@ -370,13 +370,17 @@ def _select(
 
 # -- checks ---------------------------------------------------------------------------------
 def _check_registered(registry: Any, name: Any, setting: str) -> str:
-    from .registry import names
+    """``name`` if ``registry`` resolves it: an unknown name, a plugin that fails to import
+    and a name two plugins declare all fail when the door is configured, not at its first
+    document."""
+    from .registry import names, resolve
 
     if not isinstance(name, str):
         raise TypeError(f"{setting} must be a registry name (str), got {type(name).__name__}")
     if name not in names(registry):
         available = ", ".join(names(registry)) or "none"
         raise ValueError(f"{setting}: unknown name {name!r}; available: {available}")
+    resolve(registry, name)
     return name
 
 

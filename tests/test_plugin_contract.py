@@ -244,3 +244,26 @@ def test_an_edited_data_folder_is_a_new_shared_table(monkeypatch, tmp_path):
     assert load_embeddings_setting("folder-test.v1", params, None) is first
     (tmp_path / "data" / "words.txt").write_text("a b c d e")
     assert len(load_embeddings_setting("folder-test.v1", params, None)) == 5
+
+
+def test_a_plugin_that_cannot_load_fails_when_a_door_is_configured(monkeypatch):
+    """It failed only at the first document (an unknown name failed at once)."""
+    import spacy
+
+    installed = catalogue.AVAILABLE_ENTRY_POINTS
+    existing = [entry for group in installed.groups for entry in installed.select(group=group)]
+    broken = [
+        importlib.metadata.EntryPoint(
+            name="broken-test.v1", value="no_such_module_zq7:load", group=group
+        )
+        for group in ("dxp_plugins_embeddings", "dxp_plugins_mechanisms")
+    ]
+    monkeypatch.setattr(
+        catalogue, "AVAILABLE_ENTRY_POINTS", importlib.metadata.EntryPoints([*existing, *broken])
+    )
+    with pytest.raises(dxp.PluginLoadError, match=r"embedding 'broken-test\.v1' failed to load"):
+        DoorSettings.create(epsilon=1.0, embeddings="broken-test.v1")
+    with pytest.raises(dxp.PluginLoadError, match=r"mechanism 'broken-test\.v1' failed to load"):
+        spacy.blank("en").add_pipe(
+            "dxp_privatizer", config={"epsilon": 1.0, "mechanism": "broken-test.v1"}
+        )
