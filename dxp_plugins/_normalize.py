@@ -6,10 +6,15 @@ from __future__ import annotations
 import unicodedata
 
 #: Invisible characters treated as layout: soft hyphen, zero-width space, non-joiner and
-#: joiner, left-to-right and right-to-left marks, word joiner, byte-order mark. A fixed,
-#: short list on purpose: other format characters (e.g. the TAG characters U+E0020-E007F,
-#: which can spell ASCII invisibly) are words like any other and get privatized.
-INVISIBLE = "\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"
+#: joiner, word joiner, byte-order mark, and the bidirectional controls (Unicode's
+#: Bidi_Control set: LRM/RLM, the Arabic letter mark, embeddings, overrides and isolates,
+#: which editors put around names and numbers in right-to-left text). A fixed, short list
+#: on purpose: other format characters (e.g. the TAG characters U+E0020-E007F, which can
+#: spell ASCII invisibly) are words like any other and get privatized.
+INVISIBLE = (
+    "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 _DELETE_INVISIBLE = str.maketrans("", "", INVISIBLE)
 
 
@@ -23,6 +28,13 @@ def normalize_word(word: str) -> str:
     if word.isascii():
         return word.lower()
     return unicodedata.normalize("NFKC", word).translate(_DELETE_INVISIBLE).lower()
+
+
+def without_dot_above(key: str) -> str:
+    """A lookup key with Turkish capital I's dot dropped: ``"İstanbul".lower()`` is
+    ``"i\u0307stanbul"`` (an ``i`` and a combining dot above); tried when the key misses,
+    so a table's own rows holding that dot still match first."""
+    return key.replace("i\u0307", "i")
 
 
 def is_invisible(text: str) -> bool:

@@ -112,7 +112,15 @@ def check_text(value: Any, name: str = "text") -> str:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError as error:
             # The default message quotes the offending byte: report only its position.
-            raise ValueError(f"{name} is not valid UTF-8 (byte offset {error.start})") from None
+            hint = ""
+            if bytes(value[:2]) in (b"\xff\xfe", b"\xfe\xff"):
+                hint = (
+                    ": it starts with a UTF-16 byte-order mark (convert it to UTF-8, e.g. "
+                    "iconv -f UTF-16 -t UTF-8)"
+                )
+            raise ValueError(
+                f"{name} is not valid UTF-8 (byte offset {error.start}){hint}"
+            ) from None
     raise TypeError(f"{name} must be str, got {type(value).__name__}")
 
 

@@ -45,7 +45,10 @@ def test_the_allow_list_is_exactly_the_documented_marks_and_each_passes():
 
 
 def test_the_invisible_set_is_exactly_the_documented_one():
-    assert INVISIBLE == "\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"
+    assert INVISIBLE == (
+        "\u00ad\u200b\u200c\u200d\u2060\ufeff"  # bidi controls below (i18n review W3)
+        "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    )
     mech = dxp.Madlib(dxp.load_embeddings("glove-6b-50d", vocab_size=2000), epsilon=300.0)
     for odd in ("\U000e0041", "\U000e0020", "\u2061", "\u180e"):
         record = privatize_text(f"meet {odd} please", mech).guarantee

@@ -481,3 +481,47 @@ def test_a_long_text_is_sampled_and_recorded_at_the_epsilon_it_was_charged(monke
     assert record.epsilon == 0.05 and record.releases == 1
     assert record.spend == pytest.approx(accountant.spent) == pytest.approx(0.05 * 400)
     assert mech.epsilon == 300.0  # the assignment holds from the next release on
+
+
+# -- text that is not plain English ASCII (i18n review, eighteenth session) ----------------------
+def test_words_wrapped_in_bidi_controls_are_found_and_lone_controls_never_released():
+    """W3: only LRM/RLM were dropped before lookup; a name or number wrapped in an isolate,
+    embedding or the Arabic letter mark (as editors write RTL text) was out of vocabulary."""
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=20_000)
+    for left, right in [
+        ("\u2066", "\u2069"),
+        ("\u2068", "\u2069"),
+        ("\u202a", "\u202c"),
+        ("\u202b", "\u202c"),
+        ("\u202e", "\u202c"),
+        ("\u061c", ""),
+        ("\u200f", ""),
+    ]:
+        rows = table.lookup([f"{left}Paris{right}", f"{left}2010{right}"])
+        assert rows.tolist() == table.lookup(["paris", "2010"]).tolist(), repr(left)
+    mech = dxp.Madlib(table, epsilon=300.0)
+    result = privatize_text("flight \u2066 to \u202e paris", mech)
+    assert "\u2066" not in result.text and "\u202e" not in result.text
+    assert result.guarantee.tokens_privatized == 3  # the lone controls are dropped, not words
+
+
+def test_turkish_capital_i_finds_its_word():
+    """W2: 'İstanbul'.lower() is 'i̇stanbul' (i + U+0307): out of vocabulary at 20k words
+    although 'istanbul' is there, and at 100k the rare row of that spelling."""
+    small = dxp.load_embeddings("glove-6b-50d", vocab_size=20_000)
+    assert (
+        small.lookup(["İstanbul", "İZMİR"]).tolist() == small.lookup(["istanbul", "izmir"]).tolist()
+    )
+    assert "İstanbul" in small and (small.lookup(["istanbul"]) >= 0).all()
+    full = dxp.load_embeddings("glove-6b-50d")
+    dotted = full.words.index("i\u0307stanbul")  # a row of the table's own: still first
+    assert full.lookup(["İstanbul"]).tolist() == [dotted]
+
+
+def test_utf16_input_is_named_in_the_error():
+    from dxp_plugins._validation import check_text
+
+    with pytest.raises(ValueError, match="UTF-16 byte-order mark"):
+        check_text("hello".encode("utf-16"), "line 1")
+    with pytest.raises(ValueError, match=r"not valid UTF-8 \(byte offset 0\)$"):
+        check_text(b"\xe9t\xe9", "line 1")

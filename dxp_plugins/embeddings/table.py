@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._normalize import _DELETE_INVISIBLE, INVISIBLE, normalize_word
+from .._normalize import _DELETE_INVISIBLE, INVISIBLE, normalize_word, without_dot_above
 from .._validation import check_int, check_matrix, check_text
 from ..errors import DxpWarning, InvalidTableError, warn
 
@@ -223,14 +223,19 @@ class EmbeddingTable:
         """:meth:`lookup` of tokens already known to be str (the mechanisms check them)."""
         keys = self._keys()
         get = keys.get
-        return np.fromiter(
+        rows = np.fromiter(
             (get(normalize_word(token), OOV_ID) for token in tokens),
             dtype=np.int64,
             count=len(tokens),
         )
+        for position in np.flatnonzero(rows == OOV_ID).tolist():  # rare: a second try
+            key = normalize_word(tokens[position])
+            if "\u0307" in key:
+                rows[position] = get(without_dot_above(key), OOV_ID)
+        return rows
 
     def __contains__(self, word: object) -> bool:
-        return isinstance(word, str) and normalize_word(word) in self._keys()
+        return isinstance(word, str) and int(self._rows([word])[0]) != OOV_ID
 
     def unk_vector(self) -> np.ndarray:
         """The public point OOV tokens map to: the centroid of the table (float64,
