@@ -30,6 +30,33 @@ def normalize_word(word: str) -> str:
     return unicodedata.normalize("NFKC", word).translate(_DELETE_INVISIBLE).lower()
 
 
+def composed(text: str) -> str:
+    """``text`` in Unicode NFC, as the text path tokenizes it: canonically equivalent
+    texts (``café`` typed as one character or as ``e`` + U+0301, as macOS and some PDF
+    extractors write it) then give the same tokens. spaCy's English rules expect composed
+    letters: a period after a combining accent was not split off, so the word and the
+    period became one out-of-vocabulary token."""
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
+
+
+def original_offset(text: str, offset: int) -> int:
+    """Where character ``offset`` of ``composed(text)`` starts in ``text``: the shortest
+    prefix of ``text`` whose NFC form is ``offset`` characters long (that length never
+    falls as the prefix grows)."""
+    if composed(text) is text:
+        return offset
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high) // 2
+        if len(unicodedata.normalize("NFC", text[:middle])) < offset:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
 def without_dot_above(key: str) -> str:
     """A lookup key with Turkish capital I's dot dropped: ``"İstanbul".lower()`` is
     ``"i\u0307stanbul"`` (an ``i`` and a combining dot above); tried when the key misses,

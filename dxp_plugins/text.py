@@ -3,7 +3,8 @@
 tokenize -> select -> privatize -> detokenize (PRIVACY.md 14, 20-25):
 
 * **Tokenize** with spaCy's rule-based English tokenizer (``spacy.blank("en")``): public and
-  deterministic; each token keeps its trailing whitespace, so layout survives.
+  deterministic; each token keeps its trailing whitespace, so layout survives. Texts are
+  composed to Unicode NFC first (decomposed accents split as composed ones do).
 * **Select**: every token is privatized except whitespace tokens and tokens that exactly
   match :data:`PUNCTUATION` (a fixed allow-list, passed through unchanged and counted).
   Digits, e-mail addresses, URLs and unknown strings are words: they are privatized (OOV
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _pipelines
-from ._normalize import is_invisible, without_invisible
+from ._normalize import composed, is_invisible, original_offset, without_invisible
 from ._validation import check_int, check_text
 from .doors import DEFAULT_BATCH_SIZE
 from .errors import OOVError, TextTooLongError
@@ -180,7 +181,7 @@ def tokenize(text: str) -> TokenizedText:
     """Tokenize one text with the public tokenizer and the default selection."""
     blank = _blank()
     with forgetting(blank):
-        return TokenizedText.from_doc(blank.tokenizer(check_text(text)))
+        return TokenizedText.from_doc(blank.tokenizer(composed(check_text(text))))
 
 
 def detokenize(words: Sequence[str], spaces: Sequence[str]) -> str:
@@ -421,7 +422,7 @@ def _plan(
     batch: list[str] = []
     start = 0  # index of batch[0] among the texts
     for position, raw in enumerate(texts):
-        text = check_text(raw, f"text {position}")
+        text = composed(check_text(raw, f"text {position}"))
         if len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text):
             if batch:
                 yield start, batch, False
@@ -719,6 +720,12 @@ def selected_token_offset(
     ``text``), tokenized and selected again as :func:`privatize_texts` does (in pieces for a
     long text): an :class:`OOVError`'s ``token`` made findable without quoting the token.
     None when ``text`` has fewer privatized tokens."""
+    found = _selected_offset(composed(text), index, select, nlp)
+    return None if found is None else original_offset(text, found)
+
+
+def _selected_offset(text: str, index: int, select: Selector | None, nlp: Any) -> int | None:
+    """:func:`selected_token_offset` in ``text`` as tokenized (already composed)."""
     long = len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text)
     start, pipeline = 0, _blank() if nlp is None else nlp
     for part in pieces(text, PIECE_CHARS) if long else [text]:

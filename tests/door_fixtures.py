@@ -3,6 +3,8 @@ file of the audit plane, a second mechanism to show the doors are generic, and c
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,19 @@ CANARIES = ["zq7canaryxx", "4242424242", "8675309", "alice.smith@example.org", "
 def register(monkeypatch: Any, kind: str, name: str, entry: Any) -> None:
     """Register ``entry`` in ``dxp_plugins.registry.<kind>`` for one test only."""
     monkeypatch.setitem(catalogue.REGISTRY, ("dxp_plugins", kind, name), entry)
+
+
+@contextlib.contextmanager
+def own_registrations_undone() -> Iterator[None]:
+    """Names registered in this library's registries meanwhile are removed afterwards (only
+    those: spaCy registers its own functions lazily, into the same dict, and replacing the
+    dict for a test lost them for every later test)."""
+    before = {key for key in catalogue.REGISTRY if key[0] == "dxp_plugins"}
+    try:
+        yield
+    finally:
+        for key in [k for k in catalogue.REGISTRY if k[0] == "dxp_plugins" and k not in before]:
+            del catalogue.REGISTRY[key]
 
 
 def write_glove(table: dxp.EmbeddingTable, path: Path) -> Path:

@@ -74,10 +74,14 @@ def test_every_docs_file_with_examples_is_covered():
 
 @pytest.mark.parametrize("name", sorted(SMALLER))
 def test_docs_python_examples_run(name, tmp_path, monkeypatch):
-    import catalogue
-
     monkeypatch.chdir(tmp_path)  # examples write figures, CSV files and pipelines
-    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))  # their registrations
+    from tests.door_fixtures import own_registrations_undone
+
+    with own_registrations_undone():
+        _run_blocks(name)
+
+
+def _run_blocks(name: str) -> None:
     blocks = python_blocks(name)
     assert blocks, name
     for old in SMALLER[name]:

@@ -22,7 +22,7 @@ from dxp_plugins import registry
 from dxp_plugins.doors import DoorSettings, load_embeddings_setting
 from dxp_plugins.mechanisms.base import Mechanism
 from dxp_plugins.mechanisms.madlib import Madlib
-from tests.door_fixtures import register
+from tests.door_fixtures import own_registrations_undone, register
 
 
 @pytest.fixture
@@ -139,7 +139,6 @@ def test_a_function_both_decorated_and_declared_is_one_entry(monkeypatch, tmp_pa
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "decorated_plugin_test", raising=False)
-    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
     installed = catalogue.AVAILABLE_ENTRY_POINTS
     existing = [entry for group in installed.groups for entry in installed.select(group=group)]
     entry = importlib.metadata.EntryPoint(
@@ -148,13 +147,14 @@ def test_a_function_both_decorated_and_declared_is_one_entry(monkeypatch, tmp_pa
     monkeypatch.setattr(
         catalogue, "AVAILABLE_ENTRY_POINTS", importlib.metadata.EntryPoints([*existing, entry])
     )
-    for _ in range(3):
-        assert dxp.load_embeddings("decorated-test.v1").words == ("yes", "no")
-    assert "decorated-test.v1" not in registry.duplicates(registry.embeddings)
-    other = importlib.import_module("decorated_plugin_test")
-    registry.embeddings.register("decorated-test.v1", func=lambda: other.load())  # another one
-    with pytest.raises(ValueError, match="declared by 2 sources"):
-        dxp.load_embeddings("decorated-test.v1")
+    with own_registrations_undone():
+        for _ in range(3):
+            assert dxp.load_embeddings("decorated-test.v1").words == ("yes", "no")
+        assert "decorated-test.v1" not in registry.duplicates(registry.embeddings)
+        other = importlib.import_module("decorated_plugin_test")
+        registry.embeddings.register("decorated-test.v1", func=lambda: other.load())  # another
+        with pytest.raises(ValueError, match="declared by 2 sources"):
+            dxp.load_embeddings("decorated-test.v1")
 
 
 # -- loaders -----------------------------------------------------------------------------------

@@ -525,3 +525,44 @@ def test_utf16_input_is_named_in_the_error():
         check_text("hello".encode("utf-16"), "line 1")
     with pytest.raises(ValueError, match=r"not valid UTF-8 \(byte offset 0\)$"):
         check_text(b"\xe9t\xe9", "line 1")
+
+
+NFC_TEXT = "We met at the café. She sent her résumé. The coach is José. Naïveté."
+
+
+def test_decomposed_text_is_tokenized_as_its_composed_form(glove_5k):
+    """W1: NFD text (macOS, PDF extractors) kept 'café.' as one out-of-vocabulary token,
+    the period privatized with it; the token count told which form the writer used."""
+    import unicodedata
+
+    from dxp_plugins import TextPrivatizer
+
+    nfd = unicodedata.normalize("NFD", NFC_TEXT)
+    assert nfd != NFC_TEXT and tokenize(nfd).words == tokenize(NFC_TEXT).words
+    assert tokenize(nfd).words.count(".") == 4
+
+    def seeded(text: str) -> tuple[str, int]:
+        mech = dxp.Madlib(glove_5k, epsilon=5.0, random_state=3)
+        result = privatize_text(text, mech)
+        return result.text, result.guarantee.tokens_passed_through
+
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        assert seeded(nfd) == seeded(NFC_TEXT)
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        door = TextPrivatizer(epsilon=5.0, embeddings=glove_5k, random_state=3)
+        assert door.fit_transform([nfd]) == door.fit_transform([NFC_TEXT])
+
+
+def test_an_oov_offset_counts_characters_of_the_text_as_given():
+    """The offset of the n-th privatized token is found in the composed text and mapped
+    back to the characters the caller gave (decomposed accents count as two)."""
+    import unicodedata
+
+    from dxp_plugins.text import selected_token_offset
+
+    text = unicodedata.normalize("NFD", "résumé café zq7word né")
+    assert len(text) == 26
+    for index, word in enumerate(["re\u0301sume\u0301", "cafe\u0301", "zq7word", "ne\u0301"]):
+        offset = selected_token_offset(text, index)
+        assert offset is not None and text[offset:].startswith(word), index
+    assert selected_token_offset(text, 4) is None
