@@ -26,6 +26,15 @@ def test_builtin_names_come_from_installed_metadata():
 
 
 @pytest.fixture
+def own_registrations():
+    """Registrations a test makes in this library's registries are removed after it."""
+    from tests.door_fixtures import own_registrations_undone
+
+    with own_registrations_undone():
+        yield
+
+
+@pytest.fixture
 def third_party_entry_points(monkeypatch):
     """Install two extra entry points as a third-party package would declare them."""
     extra = [
@@ -300,8 +309,7 @@ def test_a_plugin_cannot_shadow_a_builtin_name(monkeypatch):
         assert registry.resolve(registry.embeddings, "glove-6b-50d") is load_glove_6b_50d
 
 
-def test_a_local_registration_cannot_shadow_a_builtin_name(monkeypatch):
-    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
+def test_a_local_registration_cannot_shadow_a_builtin_name(own_registrations, monkeypatch):
     monkeypatch.setattr(registry, "_WARNED", set(), raising=False)
     registry.mechanisms.register("madlib", func=lambda *args, **kwargs: None)
     with pytest.warns(RuntimeWarning, match="local registration"):
@@ -398,7 +406,9 @@ def test_a_non_callable_entry_point_is_listed_as_failed_and_not_used(monkeypatch
 
 
 # -- review 12: what resolution and listing rest on ---------------------------------------------
-def test_the_builtin_distribution_is_recognised_however_its_name_is_spelled(monkeypatch):
+def test_the_builtin_distribution_is_recognised_however_its_name_is_spelled(
+    own_registrations, monkeypatch
+):
     """Installers spell a distribution's name variously (PEP 503: ``DXP_Plugins`` is
     ``dxp-plugins``); a built-in entry then still wins over a local registration, and its
     import failure is this library's bug, raised as is (not a plugin's PluginLoadError)."""
@@ -408,7 +418,6 @@ def test_the_builtin_distribution_is_recognised_however_its_name_is_spelled(monk
         _plugin("spelled.v1", "tests.third_party_plugin:load_tiny_plane", group, "DXP_Plugins"),
         _plugin("failing.v1", "no_such_module:load", group, "dxp.plugins"),
     )
-    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
     registry.embeddings.register("spelled.v1", func=lambda: None)
     assert [d.builtin for d in registry.declarations(registry.embeddings)["spelled.v1"]] == [
         True,
@@ -459,8 +468,7 @@ def test_another_plugin_shadowing_a_builtin_warns_again(monkeypatch):
         assert registry.resolve(registry.mechanisms, "madlib") is dxp.Madlib
 
 
-def test_listing_shows_the_first_line_of_a_docstring(monkeypatch):
-    monkeypatch.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
+def test_listing_shows_the_first_line_of_a_docstring(own_registrations, monkeypatch):
 
     def load_documented():
         """Loads documented vectors.
