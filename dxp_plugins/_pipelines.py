@@ -8,12 +8,15 @@ more for an installed pipeline, so a thread per request would pay that on every 
 when a thread ends, its pipelines go back to a small pool for the next new thread. A
 pipeline goes back only when nothing else can still reach it: never one handed out by a
 public function (its caller may keep, change or share it), one inside a memory zone, or one
-whose pipeline, tokenizer or vocabulary is referenced more than when it was loaded (a Doc,
-a generator or a user's variable still holds it). Otherwise it is dropped, as before.
+whose pipeline, tokenizer, vocabulary or StringStore is referenced more than when it was
+loaded (a Doc, a generator, a token filter or a user's variable still holds it). Otherwise
+it is dropped, as before. At most :data:`POOL_LIMIT` pipelines of one name and
+:data:`POOL_TOTAL` in all wait for a thread.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
@@ -21,8 +24,9 @@ from typing import Any
 
 from ._locks import fork_safe_lock
 
-#: Idle pipelines kept per name for new threads (more are dropped).
+#: Idle pipelines kept per name for new threads, and in all (more are dropped).
 POOL_LIMIT = 4
+POOL_TOTAL = 8
 #: Installed (named) pipelines a thread keeps beside its blank one.
 NAMED_PER_THREAD = 2
 
@@ -30,8 +34,8 @@ NAMED_PER_THREAD = 2
 SHARED: weakref.WeakSet[Any] = weakref.WeakSet()
 #: Pipelines a public function handed out: never lent to another thread.
 _HANDED_OUT: weakref.WeakSet[Any] = weakref.WeakSet()
-#: Reference counts of a pipeline, its tokenizer and its vocab when loaded.
-_LOADED_REFS: weakref.WeakKeyDictionary[Any, tuple[int, int, int]] = weakref.WeakKeyDictionary()
+#: Reference counts of a pipeline, its tokenizer, vocab and StringStore when loaded.
+_LOADED_REFS: weakref.WeakKeyDictionary[Any, tuple[int, ...]] = weakref.WeakKeyDictionary()
 _LOCAL = threading.local()
 
 
@@ -59,7 +63,8 @@ class _Pool:
             return
         with self._lock:
             idle = self._idle.setdefault(name, [])
-            if len(idle) < POOL_LIMIT:
+            total = sum(map(len, self._idle.values()))
+            if len(idle) < POOL_LIMIT and total < POOL_TOTAL:
                 idle.append(nlp)
 
     def idle(self, name: str | None) -> int:
@@ -75,11 +80,13 @@ class _Lease:
     """Lives in one thread's local storage: collected when the thread ends."""
 
 
-def _refs(nlp: Any) -> tuple[int, int, int]:
-    return sys.getrefcount(nlp), sys.getrefcount(nlp.tokenizer), sys.getrefcount(nlp.vocab)
+def _refs(nlp: Any) -> tuple[int, ...]:
+    vocab = nlp.vocab
+    counts = sys.getrefcount(nlp), sys.getrefcount(nlp.tokenizer), sys.getrefcount(vocab)
+    return (*counts, sys.getrefcount(vocab.strings))
 
 
-def _counted(nlp: Any) -> tuple[int, int, int]:
+def _counted(nlp: Any) -> tuple[int, ...]:
     """:func:`_refs` one call deep, as :meth:`_Pool.give` counts them."""
     return _refs(nlp)
 
@@ -93,8 +100,14 @@ def _load(name: str | None) -> Any:
     return nlp
 
 
-def _give_back(pipelines: dict[str | None, Any]) -> None:
-    """A finished thread's pipelines, to the pool (runs as the thread's locals go)."""
+def _give_back(pipelines: dict[str | None, Any], pid: int) -> None:
+    """A finished thread's pipelines, to the pool (runs as the thread's locals go). In a
+    forked child the parent's other threads' locals go before the after-fork hooks have
+    made the pool's lock anew (held by a parent thread, it would never be released):
+    their pipelines are dropped there, untouched."""
+    if os.getpid() != pid:
+        pipelines.clear()
+        return
     while pipelines:
         name, nlp = pipelines.popitem()
         _POOL.give(name, nlp)
@@ -106,7 +119,7 @@ def _this_thread() -> dict[str | None, Any]:
     if pipelines is None:
         pipelines = _LOCAL.pipelines = {}
         _LOCAL.lease = lease = _Lease()
-        weakref.finalize(lease, _give_back, pipelines).atexit = False
+        weakref.finalize(lease, _give_back, pipelines, os.getpid()).atexit = False
     return pipelines
 
 

@@ -172,3 +172,61 @@ def test_new_threads_privatize_with_lent_pipelines(glove_5k):
 
     outputs = [in_thread(run) for _ in range(3)]
     assert _pipelines._POOL.idle(None) == 1 and len(set(outputs)) == 1
+
+
+def test_a_token_filter_keeping_the_strings_keeps_its_pipeline_from_others(monkeypatch):
+    """The StringStore alone (kept by a token filter) can read the words a later thread
+    adds: such a pipeline is not lent."""
+    kept: list[Any] = []
+
+    def work() -> weakref.ref[Any]:
+        tokenize("a few words")
+        kept.append(_pipelines.borrow(None).vocab.strings)
+        return weakref.ref(_pipelines.borrow(None))
+
+    first = in_thread(work)
+    assert _pipelines._POOL.idle(None) == 0
+    assert first() is not in_thread(lambda: _pipelines.borrow(None))
+
+
+def test_idle_pipelines_are_bounded_in_all(tmp_path):
+    import spacy
+
+    pool = _pipelines._POOL
+    for index in range(_pipelines.POOL_TOTAL + 3):
+        spacy.blank("en").to_disk(tmp_path / str(index))
+        in_thread(lambda path=str(tmp_path / str(index)): _pipelines.borrow(path) and None)
+    total = sum(pool.idle(str(tmp_path / str(i))) for i in range(_pipelines.POOL_TOTAL + 3))
+    assert total == _pipelines.POOL_TOTAL
+
+
+# Python 3.12+ warns that forking a multi-threaded process may deadlock: what is tested here.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_does_not_wait_on_the_pool(monkeypatch):
+    """A fork while a parent thread held the pool's lock: the child dropped the parent's
+    other threads' locals before the after-fork hooks made the lock anew, and their
+    give-back waited on the inherited lock forever (diff review F1)."""
+    import multiprocessing
+
+    release, ready = threading.Event(), threading.Event()
+
+    def holds_a_lease() -> None:
+        tokenize("some words")
+        ready.set()
+        release.wait(timeout=60)
+
+    worker = threading.Thread(target=holds_a_lease)
+    worker.start()
+    assert ready.wait(timeout=60)
+    fork = multiprocessing.get_context("fork")
+    try:
+        with _pipelines._POOL._lock, fork.Pool(1) as pool:
+            job = pool.apply_async(_tokenize_in_child)
+            assert job.get(timeout=60) == ["in", "the", "child"]  # hung here before
+    finally:
+        release.set()
+        worker.join(timeout=60)
+
+
+def _tokenize_in_child() -> list[str]:
+    return tokenize("in the child").words
