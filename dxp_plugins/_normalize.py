@@ -41,12 +41,16 @@ def composed(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def original_offset(text: str, offset: int) -> int:
+def original_offset(text: str, offset: int) -> int | None:
     """Where character ``offset`` of ``composed(text)`` starts in ``text``: the shortest
-    prefix of ``text`` whose NFC form is ``offset`` characters long (that length never
-    falls as the prefix grows)."""
-    if composed(text) is text:
+    prefix of ``text`` whose NFC form is the first ``offset`` characters of the composed
+    text (a token boundary always has one); None if there is none nearby. A binary search
+    over prefix lengths finds the place (they almost never fall as a prefix grows; a
+    window around it absorbs the exceptions)."""
+    whole = composed(text)
+    if whole is text:
         return offset
+    target = whole[:offset]
     low, high = 0, len(text)
     while low < high:
         middle = (low + high) // 2
@@ -54,7 +58,14 @@ def original_offset(text: str, offset: int) -> int:
             low = middle + 1
         else:
             high = middle
-    return low
+    for k in range(max(0, low - _OFFSET_WINDOW), min(len(text), low + _OFFSET_WINDOW) + 1):
+        if unicodedata.normalize("NFC", text[:k]) == target:
+            return k
+    return None
+
+
+#: Characters either side of the binary search's answer that :func:`original_offset` tries.
+_OFFSET_WINDOW = 16
 
 
 def without_dot_above(key: str) -> str:

@@ -566,3 +566,12 @@ def test_an_oov_offset_counts_characters_of_the_text_as_given():
         offset = selected_token_offset(text, index)
         assert offset is not None and text[offset:].startswith(word), index
     assert selected_token_offset(text, 4) is None
+    # a token right after a decomposed letter, or after one in non-canonical order (diff
+    # review F2: the offset pointed at the combining accent)
+    for given, word, index in [
+        ("Jose\u0301's zq7", "'s", 1),
+        ("ok cafe\u0301\U0001f600 now", "\U0001f600", 2),
+        ("xL\u0304\u0323 zq7", "zq7", 1),
+    ]:
+        offset = selected_token_offset(given, index)
+        assert offset is not None and given[offset:].startswith(word), given
