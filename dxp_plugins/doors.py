@@ -373,14 +373,11 @@ def _check_registered(registry: Any, name: Any, setting: str) -> str:
     """``name`` if ``registry`` resolves it: an unknown name, a plugin that fails to import
     and a name two plugins declare all fail when the door is configured, not at its first
     document."""
-    from .registry import names, resolve
+    from .registry import resolve
 
     if not isinstance(name, str):
         raise TypeError(f"{setting} must be a registry name (str), got {type(name).__name__}")
-    if name not in names(registry):
-        available = ", ".join(names(registry)) or "none"
-        raise ValueError(f"{setting}: unknown name {name!r}; available: {available}")
-    resolve(registry, name)
+    resolve(registry, name, setting=setting)
     return name
 
 
@@ -568,7 +565,9 @@ def _load_shared(name: str, params_json: str, stamps: tuple[Any, ...]) -> Embedd
     ``stamps`` (see :func:`_file_stamps`) makes an edited vectors file a new key. A lock per
     key makes threads at first use of a setting wait for one load (an ``lru_cache`` alone
     lets each of them load its own table: review 10, F3)."""
-    with key_lock(_SHARED_LOCKS, (name, params_json, stamps)):
+    # The lock's key leaves out the loader (stamps[0]): a lock is kept per setting for the
+    # life of the process, and must not keep every loader registered again alive.
+    with key_lock(_SHARED_LOCKS, (name, params_json, stamps[1:])):
         return _load_cached(name, params_json, stamps)
 
 

@@ -227,17 +227,19 @@ def _load(kind: str, name: str, declaration: Declaration) -> Any:
     return entry
 
 
-def resolve(registry: catalogue.Registry, name: str) -> Any:
+def resolve(registry: catalogue.Registry, name: str, *, setting: str | None = None) -> Any:
     """The entry registered as ``name``: a ``ValueError`` listing what is available when the
-    name is unknown, naming the plugin when it fails to load, and naming the sources when
-    several non-built-in ones declare it (see the module docstring)."""
+    name is unknown (worded ``"{setting}: unknown name ..."`` when a door's ``setting`` is
+    given), naming the plugin when it fails to load, and naming the sources when several
+    non-built-in ones declare it (see the module docstring). One scan of the declarations."""
     if not isinstance(name, str):
         raise TypeError(f"registry name must be str, got {type(name).__name__}")
     found = declarations(registry)
     listed = found.get(name)
     if not listed:
         available = ", ".join(sorted(found)) or "none"
-        raise ValueError(f"unknown {_kind(registry)} {name!r}; available: {available}")
+        unknown = f"unknown {_kind(registry)}" if setting is None else f"{setting}: unknown name"
+        raise ValueError(f"{unknown} {name!r}; available: {available}")
     return _load(_kind(registry), name, _choose(registry, name, listed))
 
 

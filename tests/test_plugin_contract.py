@@ -267,3 +267,26 @@ def test_a_plugin_that_cannot_load_fails_when_a_door_is_configured(monkeypatch):
         spacy.blank("en").add_pipe(
             "dxp_privatizer", config={"epsilon": 1.0, "mechanism": "broken-test.v1"}
         )
+
+
+def test_the_load_locks_do_not_keep_old_loaders_alive(monkeypatch):
+    """Diff review F5: the per-setting lock table (kept for the process) held each
+    re-registered loader, with what it closed over."""
+    import gc
+
+    from dxp_plugins import doors
+
+    class Loader:
+        def __call__(self):
+            return _ranked()
+
+    old = Loader()
+    gone = __import__("weakref").ref(old)
+    register(monkeypatch, "embeddings", "locks-test.v1", old)
+    load_embeddings_setting("locks-test.v1", {}, None)
+    # not monkeypatch: it would keep the replaced loader to restore it
+    catalogue.REGISTRY[("dxp_plugins", "embeddings", "locks-test.v1")] = lambda: _ranked("wxyz")
+    del old
+    doors._load_cached.cache_clear()  # the LRU may keep it (bounded): the locks must not
+    gc.collect()
+    assert gone() is None
