@@ -71,8 +71,9 @@ _OFFSET_WINDOW = 16
 def without_dot_above(key: str) -> str:
     """A lookup key with Turkish capital I's dot dropped: ``"İstanbul".lower()`` is
     ``"i\u0307stanbul"`` (an ``i`` and a combining dot above); tried when the key misses,
-    so a table's own rows holding that dot still match first."""
-    return key.replace("i\u0307", "i")
+    so a table's own rows holding that dot still match first. Composed again: ``İ`` with a
+    second accent leaves ``i`` + U+0307 + that accent, which then becomes one letter."""
+    return unicodedata.normalize("NFKC", key.replace("i\u0307", "i"))
 
 
 def is_invisible(text: str) -> bool:

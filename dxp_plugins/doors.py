@@ -536,11 +536,14 @@ def _load(name: str, loader: Any, params: dict[str, Any]) -> EmbeddingTable:
     except ValueError:  # not introspectable: the call checks
         pass
     try:
-        return checked_table(name, lambda: loader(**params))
+        table = checked_table(name, lambda: loader(**params))
     except TypeError as error:
         if not str(getattr(loader, "__module__", "")).startswith("dxp_plugins."):
             raise
         raise ValueError(f"embeddings {name!r}: {error}") from None
+    if vocab_size is not None and len(table) > vocab_size and table.frequency_rank is not None:
+        return table.most_frequent(vocab_size)  # a loader taking **kwargs may ignore it
+    return table
 
 
 def _takes(function: Any, parameter: str) -> bool:
@@ -593,9 +596,12 @@ def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
             status = os.stat(value)
             stamps.append((key, status.st_size, status.st_mtime_ns, status.st_ino))
         elif os.path.isdir(value):
-            with os.scandir(os.fspath(value)) as entries:
-                files = sorted((e for e in entries if e.is_file()), key=lambda e: str(e.name))
-            for entry in files[:STAMPED_ENTRIES]:
-                status = entry.stat()
-                stamps.append((key, str(entry.name), status.st_size, status.st_mtime_ns))
+            try:  # unreadable, or a file gone meanwhile: the loader says what it can read
+                with os.scandir(os.fspath(value)) as entries:
+                    files = sorted((e for e in entries if e.is_file()), key=lambda e: str(e.name))
+                for entry in files[:STAMPED_ENTRIES]:
+                    status = entry.stat()
+                    stamps.append((key, str(entry.name), status.st_size, status.st_mtime_ns))
+            except OSError:
+                stamps.append((key, "unreadable"))
     return tuple(stamps)

@@ -12,6 +12,7 @@ import functools
 import os
 import sys
 import warnings
+from typing import Any
 
 __all__ = [
     "BudgetExceededError",
@@ -49,6 +50,13 @@ class OOVError(DxpError, ValueError):
         self.document = document
         self.token = token
 
+    def __reduce__(self) -> tuple[Any, ...]:  # keyword fields survive a pickle (workers)
+        return _rebuilt, (
+            type(self),
+            (str(self),),
+            {"document": self.document, "token": self.token},
+        )
+
 
 class TextTooLongError(DxpError, ValueError):
     """A text is longer than the spaCy pipeline that must tag it whole can read
@@ -63,6 +71,10 @@ class TextTooLongError(DxpError, ValueError):
         )
         self.document, self.length, self.limit = document, length, limit
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {"document": self.document, "length": self.length, "limit": self.limit}
+        return _rebuilt, (type(self), (), fields)
+
 
 class InvalidTableError(DxpError, ValueError):
     """An :class:`~dxp_plugins.EmbeddingTable`'s words, vectors or frequency rank failed
@@ -76,6 +88,14 @@ class PluginLoadError(DxpError, ValueError):
     def __init__(self, message: str, reason: Exception) -> None:
         super().__init__(message)
         self.reason = reason
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuilt, (type(self), (str(self), self.reason), {})
+
+
+def _rebuilt(kind: type[Exception], args: tuple[Any, ...], fields: dict[str, Any]) -> Exception:
+    """An exception of ``kind`` made again from a pickle (their fields are keywords)."""
+    return kind(*args, **fields)
 
 
 class DxpWarning(UserWarning):

@@ -37,6 +37,7 @@ error):
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 import sys
 import threading
@@ -146,11 +147,15 @@ def _imported_target(target: str | None) -> Any:
     if target is None:
         return None
     module_name, _, attribute = target.partition(":")
+    attribute = attribute.split("[")[0].strip()  # "module:func [extra]"
     value = sys.modules.get(module_name.strip())
-    if value is None or not attribute.strip():
+    if value is None or not attribute:
         return None
-    for part in attribute.strip().split("."):
-        value = getattr(value, part, None)
+    for part in attribute.split("."):
+        try:  # a module's own __getattr__ may import or raise: never let it break a lookup
+            value = inspect.getattr_static(value, part)
+        except AttributeError:
+            return None
     return value
 
 

@@ -169,6 +169,9 @@ def test_a_loader_without_vocab_size_is_cut_by_the_door(monkeypatch):
     register(monkeypatch, "embeddings", "ranked-test.v1", lambda: _ranked())
     settings = DoorSettings.create(epsilon=1.0, embeddings="ranked-test.v1", vocab_size=2)
     assert settings.load_embeddings().words == ("c", "d")
+    register(monkeypatch, "embeddings", "kwargs-test.v1", lambda **options: _ranked())
+    settings = DoorSettings.create(epsilon=1.0, embeddings="kwargs-test.v1", vocab_size=2)
+    assert settings.load_embeddings().words == ("c", "d")  # it took vocab_size and ignored it
     register(
         monkeypatch,
         "embeddings",
@@ -290,3 +293,61 @@ def test_the_load_locks_do_not_keep_old_loaders_alive(monkeypatch):
     doors._load_cached.cache_clear()  # the LRU may keep it (bounded): the locks must not
     gc.collect()
     assert gone() is None
+
+
+class _Unnamed(Madlib):
+    """A subclass written before every class had to name itself (pickled then)."""
+
+
+def test_a_pickled_mechanism_of_an_unnamed_subclass_is_refused_when_loaded(table):
+    import pickle
+
+    built = Madlib(table, 5.0)
+    old = Madlib.__new__(_Unnamed)
+    old.__dict__.update(built.__dict__)  # as unpickling a pickle made before the check does
+    with pytest.raises(TypeError, match="_Unnamed must set its own class attribute name"):
+        pickle.loads(pickle.dumps(old))
+    assert pickle.loads(pickle.dumps(built)).name == "madlib"
+
+
+def test_the_library_errors_survive_a_pickle():
+    """Raised in a worker process they are pickled back (diff review F10): the keyword
+    fields made them fail to unpickle, or lose their positions."""
+    import pickle
+
+    errors = [
+        dxp.PluginLoadError("mechanism 'x' failed to load: ...", RuntimeError("gpu")),
+        dxp.TextTooLongError(document=3, length=100, limit=40),
+        dxp.OOVError("out-of-vocabulary token in document 1 (token 2)", document=1, token=2),
+        dxp.InvalidTableError("embeddings 'x': words must be unique"),
+    ]
+    for error in errors:
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and str(copy) == str(error)
+        assert vars(copy).keys() == vars(error).keys()
+        for key, value in vars(error).items():
+            assert repr(getattr(copy, key)) == repr(value)
+
+
+def test_an_entry_points_target_is_read_without_running_module_code(monkeypatch):
+    """A plugin module's PEP 562 __getattr__ may import or raise; a target with extras
+    ('module:func [extra]') is the function it names."""
+    import types
+
+    from dxp_plugins.registry import _imported_target
+
+    module = types.ModuleType("lazy_plugin_test")
+
+    def refuse(name):
+        raise RuntimeError("would import a GPU stack")
+
+    def load():
+        return None
+
+    module.__getattr__ = refuse  # type: ignore[attr-defined]
+    module.load = load  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "lazy_plugin_test", module)
+    assert _imported_target("lazy_plugin_test:load") is load
+    assert _imported_target("lazy_plugin_test:load [gpu]") is load
+    assert _imported_target("lazy_plugin_test:missing") is None
+    assert _imported_target("not_imported_plugin_test:load") is None

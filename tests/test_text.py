@@ -513,6 +513,9 @@ def test_turkish_capital_i_finds_its_word():
         small.lookup(["İstanbul", "İZMİR"]).tolist() == small.lookup(["istanbul", "izmir"]).tolist()
     )
     assert "İstanbul" in small and (small.lookup(["istanbul"]) >= 0).all()
+    from dxp_plugins._normalize import without_dot_above
+
+    assert without_dot_above("i\u0307\u0301") == "\u00ed"  # İ with an accent: composed again
     full = dxp.load_embeddings("glove-6b-50d")
     dotted = full.words.index("i\u0307stanbul")  # a row of the table's own: still first
     assert full.lookup(["İstanbul"]).tolist() == [dotted]
@@ -575,3 +578,25 @@ def test_an_oov_offset_counts_characters_of_the_text_as_given():
     ]:
         offset = selected_token_offset(given, index)
         assert offset is not None and given[offset:].startswith(word), given
+
+
+def test_only_two_code_points_compose_onto_the_allow_list():
+    """NFC before tokenizing maps U+037E (Greek question mark) to ';' and U+1FEF to '`':
+    they pass as those marks (documented in front-doors.md); no other single code point
+    becomes an allow-listed mark (diff review F6)."""
+    import sys
+    import unicodedata
+
+    onto = {
+        f"U+{point:04X}"
+        for point in range(sys.maxunicode + 1)
+        if not 0xD800 <= point <= 0xDFFF
+        and chr(point) not in PUNCTUATION
+        and unicodedata.normalize("NFC", chr(point)) in PUNCTUATION
+    }
+    assert onto == {"U+037E", "U+1FEF"}
+    result = privatize_text(
+        "why \u037e now",
+        dxp.Madlib(dxp.load_embeddings("glove-6b-50d", vocab_size=2000), epsilon=300.0),
+    )
+    assert result.guarantee.tokens_passed_through == 1 and ";" in result.text

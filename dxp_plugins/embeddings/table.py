@@ -229,9 +229,9 @@ class EmbeddingTable:
             count=len(tokens),
         )
         for position in np.flatnonzero(rows == OOV_ID).tolist():  # rare: a second try
-            key = normalize_word(tokens[position])
-            if "\u0307" in key:
-                rows[position] = get(without_dot_above(key), OOV_ID)
+            token = tokens[position]
+            if "\u0130" in token or "\u0307" in token:  # only then can the dot be there
+                rows[position] = get(without_dot_above(normalize_word(token)), OOV_ID)
         return rows
 
     def __contains__(self, word: object) -> bool:

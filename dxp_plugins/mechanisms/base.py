@@ -153,6 +153,7 @@ class Mechanism(ABC):
         super().__setattr__(name, value)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        self._check_name()  # a pickle made before the check must not record a parent's name
         # Pickles of builds whose settings were plain attributes load under the new names.
         self.__dict__.update(renamed_properties(type(self), state))
 
