@@ -501,3 +501,28 @@ def test_lookups_read_each_distribution_metadata_once(monkeypatch):
         assert "madlib" in registry.names(registry.mechanisms)
         registry.resolve(registry.embeddings, "glove-6b-50d")
     assert reads == []
+
+
+def test_a_malformed_entry_points_file_is_named_as_the_environment(tmp_path):
+    """Open work 18 (F12): an installed distribution's entry_points.txt without '=' broke
+    `import catalogue`, and the CLI blamed the input ('details withheld: they may quote
+    the input')."""
+    import os
+    import subprocess
+    import sys
+
+    info = tmp_path / "bad_pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bad-pkg\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nnoequals\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "dxp_plugins", "embeddings", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("dxp: error: unexpected TypeError while reading the installed")
+    assert "quote the input" not in done.stderr

@@ -99,13 +99,33 @@ def _module_name(filename: str) -> str:
 
 
 def _unexpected(error: BaseException, place: str | None, note: str = "") -> int:
-    """Any other error: its type and the input place only (its message may quote input)."""
+    """Any other error: its type and the input place only (its message may quote input).
+    One raised while Python read the installed distributions' metadata is named as such:
+    the environment is broken, not the input."""
+    if _in_package_metadata(error):
+        _say(
+            f"{PROG}: error: unexpected {type(error).__name__} while reading the installed "
+            "packages' metadata (is an entry_points.txt or METADATA file of an installed "
+            "distribution malformed? `python -m pip check` and reinstalling it may help)\n"
+        )
+        return 1
     where = f"{place}: " if place else ""
     _say(
         f"{PROG}: error: {where}unexpected {type(error).__name__} "
         f"(details withheld: they may quote the input){note}\n"
     )
     return 1
+
+
+def _in_package_metadata(error: BaseException) -> bool:
+    """Whether ``error`` was raised inside ``importlib.metadata`` (or its backport)."""
+    frame = error.__traceback__
+    while frame is not None:
+        path = frame.tb_frame.f_code.co_filename.replace("\\", "/")
+        if "/importlib/metadata/" in path or "/importlib_metadata/" in path:
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def _raised_by_this_library(error: BaseException) -> bool:
