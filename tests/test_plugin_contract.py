@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import sys
 import textwrap
+from pathlib import Path
 
 import catalogue
 import numpy as np
@@ -351,3 +352,41 @@ def test_an_entry_points_target_is_read_without_running_module_code(monkeypatch)
     assert _imported_target("lazy_plugin_test:load [gpu]") is load
     assert _imported_target("lazy_plugin_test:missing") is None
     assert _imported_target("not_imported_plugin_test:load") is None
+
+
+def test_a_saved_pipeline_follows_a_plugins_moved_data_folder(monkeypatch, tmp_path):
+    """Only an argument named 'path' could change when a saved pipeline was loaded (plugin
+    review F10): a plugin's data_dir was refused as changed settings although the saved
+    fingerprint, checked on the first document, proves the table is the same."""
+    import shutil
+
+    import spacy
+
+    def load(data_dir: str):
+        words = (Path(data_dir) / "words.txt").read_text().split()
+        return dxp.EmbeddingTable(words, np.eye(len(words)), name="folder")
+
+    register(monkeypatch, "embeddings", "moving-test.v1", load)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "words.txt").write_text("north south east west")
+    config = {
+        "epsilon": 2.0,
+        "embeddings": "moving-test.v1",
+        "embeddings_params": {"data_dir": str(tmp_path / "a")},
+    }
+    nlp = spacy.blank("en")
+    nlp.add_pipe("dxp_privatizer", config=config)
+    nlp.to_disk(tmp_path / "pipeline")
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "words.txt").write_text("north south east")
+
+    def reload(folder: str):
+        key = "components.dxp_privatizer.embeddings_params.data_dir"
+        return spacy.load(tmp_path / "pipeline", config={key: str(tmp_path / folder)})
+
+    assert reload("b")("north east")._.dxp_guarantee["vocab_size"] == 4
+    with pytest.raises(ValueError, match="differ from those this pipeline was saved with"):
+        reload("c")("north east")
+    with pytest.raises(ValueError, match="settings differ"):  # not a folder: still a change
+        reload("missing")

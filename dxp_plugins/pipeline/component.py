@@ -30,6 +30,7 @@ strings are gone (freed by another thread's ``nlp.memory_zone()``) fails before 
 from __future__ import annotations
 
 import json
+import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -64,7 +65,9 @@ MODES = ("annotate", "replace")
 _OUTPUT_KEYS = ("mode", "token_attr", "doc_attr", "guarantee_attr")
 _FORMAT = 1
 #: Loader arguments that only say where the embeddings file is: a saved pipeline may load
-#: with another value when it saved the embeddings fingerprint (checked on first use).
+#: with another value when it saved the embeddings fingerprint (checked on first use). So
+#: may any other argument whose saved and new values are both str and whose new value
+#: names an existing file or folder (a plugin's ``data_dir``).
 _FILE_LOCATION_PARAMS = ("path",)
 
 
@@ -539,7 +542,16 @@ def _without_file_locations(
     saved_params, current_params = saved.get("embeddings_params"), current.get("embeddings_params")
     if not (isinstance(saved_params, dict) and isinstance(current_params, dict)):
         return saved, current
-    moved = set(_FILE_LOCATION_PARAMS) & set(saved_params) & set(current_params)
+    moved = {
+        key
+        for key in set(saved_params) & set(current_params)
+        if key in _FILE_LOCATION_PARAMS
+        or (
+            isinstance(saved_params[key], str)
+            and isinstance(current_params[key], str)
+            and os.path.exists(current_params[key])
+        )
+    }
     if not moved:
         return saved, current
 
