@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import os
 import sys
 
 import pytest
@@ -359,3 +360,67 @@ def test_unit_file_on_jsonl_is_refused(tmp_path, capsys):
     code, out, err = run(["privatize", source, "-e", 300, "--unit", "file", *FAST], capsys)
     assert code == 1 and out == "" and err.count("\n") == 1
     assert "--unit file applies to plain text only" in err
+
+
+# -- security review (eighteenth session): what the output files allow --------------------------
+def test_an_output_fills_privately_and_gets_the_mode_of_a_new_file(tmp_path):
+    """F3: the temporary output was created 0o644 and narrowed afterwards (a descriptor
+    opened meanwhile read it all), and a target planted by another user lent its mode
+    (0o666: a world-writable private output)."""
+    import stat
+
+    from dxp_plugins.cli.targets import _replacing, _umask
+
+    def written(target, before=None):
+        with _replacing(str(target)) as (stream, replaced):
+            assert replaced and stat.S_IMODE(os.fstat(stream.fileno()).st_mode) == 0o600
+            stream.write(b"private\n")
+        return stat.S_IMODE(os.stat(target).st_mode)
+
+    new_file = 0o666 & ~_umask()
+    assert written(tmp_path / "new.txt") == new_file
+    own = tmp_path / "own.txt"
+    own.write_text("old")
+    own.chmod(0o640)
+    assert written(own) == 0o640  # the user's own target keeps its mode
+    if os.geteuid() == 0:  # root can stand in for another user
+        planted = tmp_path / "planted.txt"
+        planted.write_text("")
+        planted.chmod(0o666)
+        os.chown(planted, 65534, 65534)
+        assert written(planted) == new_file
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_a_symlink_owned_by_another_user_is_not_followed(tmp_path, capsys):
+    """F6: a (dangling) link planted by another user made the private output land wherever
+    the link pointed."""
+    source = tmp_path / "in.txt"
+    source.write_text("the hockey team\n")
+    elsewhere = tmp_path / "theirs"
+    elsewhere.mkdir()
+    link = tmp_path / "out.txt"
+    link.symlink_to(elsewhere / "loot.txt")
+    os.lchown(link, 65534, 65534)
+    code, _, err = run(["privatize", source, "-e", 10, "-o", link, *FAST], capsys)
+    assert code == 1 and "symbolic link owned by another user" in err
+    assert not (elsewhere / "loot.txt").exists()
+
+
+def test_stdin_read_from_the_output_file_is_refused(tmp_path):
+    """F10: `dxp privatize - -o notes.txt < notes.txt` replaced the input with its own
+    privatization (the same file given by name was refused)."""
+    import subprocess
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the hockey team\n")
+    with open(notes, "rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "dxp_plugins", "privatize", "-", "-e", "10", "-o", str(notes)],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 1 and "is also the input (stdin)" in done.stderr
+    assert notes.read_text() == "the hockey team\n"

@@ -8,7 +8,6 @@ import argparse
 import os
 import re
 import secrets
-import shutil
 import stat
 import sys
 from collections.abc import Iterator
@@ -73,6 +72,13 @@ def _check_targets(args: argparse.Namespace) -> None:
     for option, target in (("--output", args.output), ("--report", args.report)):
         if target not in (None, "-") and any(_overlaps(target, name) for name in inputs):
             raise CLIError(f"{option} {target} is also an input file: write to another file")
+        if (
+            target not in (None, "-")
+            and "-" in args.files
+            and _descriptor(target) is None
+            and _same_regular_file(0, target)
+        ):  # `dxp privatize - -o notes.txt < notes.txt`: the input would be replaced
+            raise CLIError(f"{option} {target} is also the input (stdin): write to another file")
     if args.report is None:
         return
 
@@ -152,19 +158,60 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
         with direct:
             yield direct, False
         return
+    _check_link(target)
     path = Path(target).resolve()  # a symlink: replace the file it points to
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        stream = open(temporary, "xb")  # noqa: SIM115  (mode 0o666 & ~umask, as open(target))
+    try:  # readable by this user only while it fills (a killed run may leave it behind)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600)
     except OSError as error:
         raise CLIError(f"cannot write {target}: {error.strerror}") from None
     try:
-        with stream:
-            if info is not None:  # an existing target keeps its mode
-                shutil.copymode(path, temporary)
+        with os.fdopen(fd, "wb") as stream:
             yield stream, True
+        os.chmod(temporary, _final_mode(info))
         os.replace(temporary, path)
     except BaseException:
         with suppress(OSError):
             temporary.unlink()
         raise
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _final_mode(info: os.stat_result | None) -> int:
+    """The mode a replaced output gets: the existing target's when this user owns it,
+    else what a new file gets (``0o666 & ~umask``): a target planted by another user
+    must not lend the private output its mode (0o666 made it world-writable)."""
+    owner = getattr(os, "geteuid", lambda: None)()
+    if info is not None and (owner is None or info.st_uid == owner):
+        return stat.S_IMODE(info.st_mode)
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask (read from /proc where it can be: setting it to read it is
+    process-wide, and other threads may create files meanwhile)."""
+    with suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _check_link(target: str) -> None:
+    """Refuse a symbolic link at ``target`` owned by another user (as the kernel's
+    ``protected_symlinks`` does in shared folders): following it would create the output
+    wherever that user points it."""
+    owner = getattr(os, "geteuid", lambda: None)()
+    try:
+        link = os.lstat(target)
+    except OSError:
+        return
+    if owner is not None and stat.S_ISLNK(link.st_mode) and link.st_uid != owner:
+        raise CLIError(
+            f"cannot write {target}: it is a symbolic link owned by another user; "
+            "name the file it points to"
+        )
