@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 import time
 from pathlib import Path
 
@@ -25,8 +26,31 @@ def cache_path(*parts: str) -> Path:
 def cache_dir(*parts: str) -> Path:
     """:func:`cache_path`, created on demand (OSError when it cannot be)."""
     path = cache_path(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o755, parents=True, exist_ok=True)
     return path
+
+
+def trusted(path: Path) -> bool:
+    """Whether a cache folder or file is this user's and no one else can write it. What the
+    cache holds decides outputs (a GloVe table is the mechanism's metric; an index picks the
+    nearest word), so one that another user wrote or could rewrite is not used (security
+    review F1, F4). Group or other write permission on this user's own entry (a umask of
+    002) is removed, not refused. Not POSIX (no ``geteuid``): trusted."""
+    owner = getattr(os, "geteuid", None)
+    if owner is None:  # pragma: no cover - Windows
+        return True
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    if info.st_uid != owner():
+        return False
+    if info.st_mode & 0o022:
+        try:
+            os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o022)
+        except OSError:
+            return False
+    return True
 
 
 def partial_path(path: Path) -> Path:

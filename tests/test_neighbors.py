@@ -565,3 +565,28 @@ def test_equal_hnsw_settings_spelled_differently_share_one_index(glove_5k, tmp_p
     assert [p.name for p in (tmp_path / "indexes").iterdir()] == [
         f"hnsw-{table.fingerprint[:32]}-m32-efc40.faiss"
     ]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_a_graph_another_user_wrote_is_never_read(glove_5k, tmp_path, monkeypatch):
+    """Security review F4: a stored graph is checked for its vectors, not its links; a
+    graph whose links were rewritten decoded every query to one word (and crashes faiss
+    1.9). Files, and folders, another user owns or can write are not read."""
+    import faiss
+
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    path = HNSWIndex(glove_5k, m=8, ef_construction=20)._cache_path()
+    assert path is not None and path.exists()
+    read = []
+    real = faiss.read_index
+    monkeypatch.setattr(faiss, "read_index", lambda name: read.append(name) or real(name))
+    os.chown(path, 65534, 65534)
+    HNSWIndex(glove_5k, m=8, ef_construction=20)
+    assert read == [] and path.stat().st_uid == 0  # rebuilt and stored again, as ours
+    HNSWIndex(glove_5k, m=8, ef_construction=20)
+    assert read == [str(path)]
+    path.chmod(0o666)  # ours, but anyone could rewrite it: narrowed, then read
+    HNSWIndex(glove_5k, m=8, ef_construction=20)
+    assert path.stat().st_mode & 0o022 == 0
+    os.chown(tmp_path / "indexes", 65534, 65534)
+    assert HNSWIndex(glove_5k, m=8, ef_construction=20)._cache_path() is None

