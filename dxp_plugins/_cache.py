@@ -30,22 +30,26 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
+def owned(info: os.stat_result) -> bool:
+    """Whether a file (as ``os.stat``/``os.lstat`` gave it) is this process's user's. Not
+    POSIX (no ``geteuid``): True."""
+    owner = getattr(os, "geteuid", None)
+    return owner is None or info.st_uid == owner()
+
+
 def trusted(path: Path) -> bool:
     """Whether a cache folder or file is this user's and no one else can write it. What the
     cache holds decides outputs (a GloVe table is the mechanism's metric; an index picks the
     nearest word), so one that another user wrote or could rewrite is not used (security
     review F1, F4). Group or other write permission on this user's own entry (a umask of
-    002) is removed, not refused. Not POSIX (no ``geteuid``): trusted."""
-    owner = getattr(os, "geteuid", None)
-    if owner is None:  # pragma: no cover - Windows
-        return True
+    002) is removed, not refused."""
     try:
         info = os.stat(path)
     except OSError:
         return False
-    if info.st_uid != owner():
+    if not owned(info):
         return False
-    if info.st_mode & 0o022:
+    if info.st_mode & 0o022 and hasattr(os, "geteuid"):
         try:
             os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o022)
         except OSError:

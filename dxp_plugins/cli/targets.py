@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
+from .._cache import owned
 from .process import CLIError
 
 
@@ -183,8 +184,7 @@ def _final_mode(info: os.stat_result | None) -> int:
     """The mode a replaced output gets: the existing target's when this user owns it,
     else what a new file gets (``0o666 & ~umask``): a target planted by another user
     must not lend the private output its mode (0o666 made it world-writable)."""
-    owner = getattr(os, "geteuid", lambda: None)()
-    if info is not None and (owner is None or info.st_uid == owner):
+    if info is not None and owned(info):
         return stat.S_IMODE(info.st_mode)
     return 0o666 & ~_umask()
 
@@ -205,12 +205,11 @@ def _check_link(target: str) -> None:
     """Refuse a symbolic link at ``target`` owned by another user (as the kernel's
     ``protected_symlinks`` does in shared folders): following it would create the output
     wherever that user points it."""
-    owner = getattr(os, "geteuid", lambda: None)()
     try:
         link = os.lstat(target)
     except OSError:
         return
-    if owner is not None and stat.S_ISLNK(link.st_mode) and link.st_uid != owner:
+    if stat.S_ISLNK(link.st_mode) and not owned(link):
         raise CLIError(
             f"cannot write {target}: it is a symbolic link owned by another user; "
             "name the file it points to"
