@@ -513,22 +513,17 @@ def _pos_tags() -> frozenset[str]:
 # -- embeddings shared between doors ----------------------------------------------------------
 def _load(name: str, loader: Any, params: dict[str, Any]) -> EmbeddingTable:
     """``loader(**params)`` checked as :func:`dxp_plugins.load_embeddings` checks it. A
-    loader without a ``vocab_size`` parameter loads its whole table and the door keeps the
-    ``vocab_size`` most frequent words itself. Arguments are bound before the call; a
-    mismatch, or a built-in loader's TypeError (an argument of the wrong type), is a
-    ValueError naming the embeddings. A plugin loader's own errors are left as raised (the
-    CLI withholds their messages: they may quote what the loader read)."""
+    loader without a ``vocab_size`` parameter is called without it, and the door keeps the
+    ``vocab_size`` most frequent words of what it returns (as of a loader that took it and
+    returned more rows); a table without a frequency rank is then refused. Arguments are
+    bound before the call; a mismatch, or a built-in loader's TypeError (an argument of the
+    wrong type), is a ValueError naming the embeddings. A plugin loader's own errors are
+    left as raised (the CLI withholds their messages: they may quote what the loader read)."""
     from .embeddings import checked_table
 
     vocab_size = params.get("vocab_size")
     if vocab_size is not None and not _takes(loader, "vocab_size"):
-        whole = _load(name, loader, {k: v for k, v in params.items() if k != "vocab_size"})
-        if whole.frequency_rank is None:
-            raise ValueError(
-                f"embeddings {name!r}: vocab_size keeps the most frequent words, but its "
-                "loader takes no vocab_size and its table has no frequency_rank"
-            )
-        return whole.most_frequent(vocab_size)
+        params = {key: value for key, value in params.items() if key != "vocab_size"}
     try:
         inspect.signature(loader).bind(**params)
     except TypeError as error:
@@ -541,9 +536,14 @@ def _load(name: str, loader: Any, params: dict[str, Any]) -> EmbeddingTable:
         if not str(getattr(loader, "__module__", "")).startswith("dxp_plugins."):
             raise
         raise ValueError(f"embeddings {name!r}: {error}") from None
-    if vocab_size is not None and len(table) > vocab_size and table.frequency_rank is not None:
-        return table.most_frequent(vocab_size)  # a loader taking **kwargs may ignore it
-    return table
+    if vocab_size is None or len(table) <= vocab_size:
+        return table
+    if table.frequency_rank is None:
+        raise ValueError(
+            f"embeddings {name!r}: vocab_size keeps the most frequent words, but its loader "
+            f"returned {len(table)} rows and no frequency_rank"
+        )
+    return table.most_frequent(vocab_size)
 
 
 def _takes(function: Any, parameter: str) -> bool:

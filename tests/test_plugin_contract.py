@@ -180,7 +180,16 @@ def test_a_loader_without_vocab_size_is_cut_by_the_door(monkeypatch):
         lambda: dxp.EmbeddingTable(["a", "b"], np.eye(2)),
     )
     settings = DoorSettings.create(epsilon=1.0, embeddings="unranked-test.v1", vocab_size=1)
-    with pytest.raises(ValueError, match="takes no vocab_size and its table has no frequency"):
+    with pytest.raises(ValueError, match="returned 2 rows and no frequency_rank"):
+        settings.load_embeddings()
+    register(  # takes **options, ignores vocab_size, no rank: refused too (docs review 2)
+        monkeypatch,
+        "embeddings",
+        "unranked-kwargs-test.v1",
+        lambda **options: dxp.EmbeddingTable(["a", "b"], np.eye(2)),
+    )
+    settings = DoorSettings.create(epsilon=1.0, embeddings="unranked-kwargs-test.v1", vocab_size=1)
+    with pytest.raises(ValueError, match="returned 2 rows and no frequency_rank"):
         settings.load_embeddings()
 
 
