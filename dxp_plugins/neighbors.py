@@ -95,6 +95,9 @@ CANDIDATES = 4
 #: The exact index refuses rows farther than this from the table's mean: their squared
 #: norms (about 1e36) must fit in float32 (3.4e38) with room for the scores.
 MAX_ROW_RADIUS = 1e18
+#: Below this spread (every row this close to the table's mean) float64 distances from a
+#: noisy point tie, and every output is the lowest row: warned about (plugin review F13).
+MIN_ROW_RADIUS = 1e-10
 #: :func:`exact_search` converts this many table rows to float64 per step.
 EXACT_SLAB_ROWS = 4096
 #: :func:`exact_search` handles this many queries per matrix product.
@@ -291,6 +294,7 @@ class NeighborIndex:
             augmented[start : start + 8192, : self.dim] = centred
             augmented[start : start + 8192, self.dim] = -0.5 * squared
         self._radius = math.sqrt(farthest)  # max ||y - c|| over the rows
+        _warn_if_collapsed(farthest, count)
         return augmented
 
     def _nearest(self, queries: np.ndarray) -> np.ndarray:
@@ -419,9 +423,12 @@ class HNSWIndex(NeighborIndex):
         cannot be written leaves the graph in memory.
         """
         center = _mean_row(vectors)
+        farthest = 0.0
         for start in range(0, len(vectors), 8192):  # float32 distances must stay finite
             centred = vectors[start : start + 8192].astype(np.float64) - center
-            _check_spread(float(np.einsum("ij,ij->i", centred, centred).max()), self.method)
+            farthest = max(farthest, float(np.einsum("ij,ij->i", centred, centred).max()))
+            _check_spread(farthest, self.method)
+        _warn_if_collapsed(farthest, len(vectors))
         path = self._cache_path() if self._disk_cache else None
         index = self._read_cached(faiss, path, vectors) if path is not None else None
         if index is None:
@@ -485,6 +492,20 @@ class HNSWIndex(NeighborIndex):
             "ef_construction": self._ef_construction,
             "ef_search": self._ef_search,
         }
+
+
+def _warn_if_collapsed(farthest_squared: float, rows: int) -> None:
+    """Warn when every row lies within :data:`MIN_ROW_RADIUS` of the mean (two rows or
+    more): the search then returns the lowest row whatever the input."""
+    if rows > 1 and farthest_squared < MIN_ROW_RADIUS**2:
+        from .errors import DxpWarning, warn
+
+        warn(
+            f"every row of the table lies within {MIN_ROW_RADIUS:g} of its mean: float64 "
+            "distances from a noisy point cannot tell the rows apart, so every output is "
+            "the same word whatever the input; rescale the vectors",
+            DxpWarning,
+        )
 
 
 def _check_spread(farthest_squared: float, method: str) -> None:

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+import dxp_plugins as dxp
 from dxp_plugins.audit import g_test
 from dxp_plugins.embeddings import EmbeddingTable
 from dxp_plugins.neighbors import (
@@ -590,3 +591,20 @@ def test_a_graph_another_user_wrote_is_never_read(glove_5k, tmp_path, monkeypatc
     assert path.stat().st_mode & 0o022 == 0
     os.chown(tmp_path / "indexes", 65534, 65534)
     assert HNSWIndex(glove_5k, m=8, ef_construction=20)._cache_path() is None
+
+
+@pytest.mark.parametrize("method", ["exact", "hnsw"])
+def test_a_table_too_small_to_tell_apart_is_warned_about(glove_5k, method, tmp_path, monkeypatch):
+    """Plugin review F13: at scale 1e-20 every noisy query was nearest to row 0 (float64
+    ties), silently: an output independent of the input, a utility trap."""
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    tiny = dxp.EmbeddingTable(glove_5k.words[:300], glove_5k.vectors[:300] * np.float32(1e-20))
+    with pytest.warns(dxp.DxpWarning, match="cannot tell the rows apart"):
+        mech = dxp.Madlib(tiny, 5.0, index=method)
+        mech.privatize(["the"])
+    fine = dxp.EmbeddingTable(glove_5k.words[:300], glove_5k.vectors[:300] * np.float32(1e-6))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dxp.Madlib(fine, 5.0, index=method).privatize(["the"])
