@@ -405,11 +405,11 @@ def check_embeddings_setting(
             f"{type(embeddings).__name__} (gensim vectors: "
             f"dxp_plugins.EmbeddingTable.from_keyed_vectors(kv))"
         )
+    loader = None  # resolved once: each resolution scans every entry point
     if isinstance(embeddings, str):
-        embeddings = _check_registered(registry.embeddings, embeddings, label("embeddings"))
+        loader = registry.resolve(registry.embeddings, embeddings, setting=label("embeddings"))
     params = _check_params(embeddings_params, label("embeddings_params"))
-    if params and isinstance(embeddings, str):  # a typo fails now, not at the first text
-        loader = registry.resolve(registry.embeddings, embeddings)
+    if params and loader is not None:  # a typo fails now, not at the first text
         _check_option_names(loader, params, label("embeddings_params"), skip=0)
     if params and isinstance(embeddings, EmbeddingTable):
         raise ValueError(
