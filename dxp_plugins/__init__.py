@@ -35,6 +35,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Accountant": (".guarantee", "Accountant"),
     "privatize_text": (".text", "privatize_text"),
     "privatize_texts": (".text", "privatize_texts"),
+    "PrivateText": (".text", "PrivateText"),
     "TextPrivatizer": (".estimators", "TextPrivatizer"),
     "LPLPTransformer": (".estimators", "LPLPTransformer"),
 }
@@ -42,6 +43,7 @@ _SUBMODULES = (
     "audit",
     "calibration",
     "datasets",
+    "distances",
     "doors",
     "embeddings",
     "estimators",
@@ -74,6 +76,7 @@ __all__ = [
     "OOVError",
     "PluginLoadError",
     "PrivacyWarning",
+    "PrivateText",
     "SeededRandomnessWarning",
     "TextPrivatizer",
     "TextTooLongError",
@@ -85,15 +88,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module_name, attribute = _LAZY[name]
-        value = getattr(importlib.import_module(module_name, __name__), attribute)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'dxp_plugins' has no attribute {name!r}")
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error
+
+    def __getattr__(name: str) -> Any:
+        if name in _LAZY:
+            module_name, attribute = _LAZY[name]
+            value = getattr(importlib.import_module(module_name, __name__), attribute)
+            globals()[name] = value
+            return value
+        if name in _SUBMODULES:
+            return importlib.import_module(f".{name}", __name__)
+        raise AttributeError(f"module 'dxp_plugins' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
@@ -104,6 +109,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for type checkers
     from . import audit as audit
     from . import calibration as calibration
     from . import datasets as datasets
+    from . import distances as distances
     from . import doors as doors
     from . import embeddings as embeddings
     from . import estimators as estimators
@@ -127,5 +133,6 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for type checkers
     from .mechanisms.brr import BRR as BRR
     from .mechanisms.madlib import Madlib as Madlib
     from .mechanisms.tem import TEM as TEM
+    from .text import PrivateText as PrivateText
     from .text import privatize_text as privatize_text
     from .text import privatize_texts as privatize_texts

@@ -24,7 +24,6 @@ __all__ = [
     "PrivacyWarning",
     "SeededRandomnessWarning",
     "TextTooLongError",
-    "warn",
 ]
 
 

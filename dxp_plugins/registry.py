@@ -41,17 +41,35 @@ import inspect
 import re
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar, overload
 
 import catalogue
 
 from .errors import PluginLoadError, warn
 
-embeddings = catalogue.create("dxp_plugins", "embeddings", entry_points=True)
-mechanisms = catalogue.create("dxp_plugins", "mechanisms", entry_points=True)
-groupings = catalogue.create("dxp_plugins", "groupings", entry_points=True)
-token_filters = catalogue.create("dxp_plugins", "token_filters", entry_points=True)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _Registry(Protocol):
+    """The part of a ``catalogue.Registry`` that users call (catalogue ships no types), so
+    that a function decorated with ``register(name)`` keeps its signature for type checkers."""
+
+    namespace: Sequence[str]
+
+    @overload
+    def register(self, name: str) -> Callable[[_F], _F]: ...
+    @overload
+    def register(self, name: str, *, func: _F) -> _F: ...
+    def get(self, name: str) -> Any: ...
+    def get_all(self) -> dict[str, Any]: ...
+
+
+embeddings: _Registry = catalogue.create("dxp_plugins", "embeddings", entry_points=True)
+mechanisms: _Registry = catalogue.create("dxp_plugins", "mechanisms", entry_points=True)
+groupings: _Registry = catalogue.create("dxp_plugins", "groupings", entry_points=True)
+token_filters: _Registry = catalogue.create("dxp_plugins", "token_filters", entry_points=True)
 
 #: The distribution whose entry points are this library's built-ins.
 BUILTIN_DISTRIBUTION = "dxp-plugins"

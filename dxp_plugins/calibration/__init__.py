@@ -29,7 +29,6 @@ on a mechanism built for the purpose, not on one whose accountant guards a real 
 
 from __future__ import annotations
 
-from .._tables import finite_or_none, write_csv
 from .choose import DEFAULT_GRID, EpsilonChoice, MechanismFactory, choose_epsilon
 from .deniability import DEFAULT_ETA, MC_BATCH, METHODS, plausible_deniability
 from .pairwise import DEFAULT_MAX_WORK, DistanceSummary, distance_summary
@@ -52,11 +51,9 @@ __all__ = [
     "choose_epsilon",
     "distance_summary",
     "equivalent_epsilon",
-    "finite_or_none",
     "neighbor_distances",
     "plausible_deniability",
     "privacy_ratio",
     "sample_words",
     "support_size",
-    "write_csv",
 ]

@@ -21,6 +21,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .. import calibration
+    from .._tables import finite_or_none, write_csv
     from ..calibration.choose import _check_reachable
     from ..calibration.deniability import has_closed_form
 
@@ -120,7 +121,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     if results[0].metric == "euclidean":
         median_nn = float(np.median(calibration.neighbor_distances(table, words)))
         for row in summaries:  # None when no word has a neighbour (a 1-word vocabulary)
-            row["epsilon_x_median_nn"] = calibration.finite_or_none(row["epsilon"] * median_nn)
+            row["epsilon_x_median_nn"] = finite_or_none(row["epsilon"] * median_nn)
     if choice is not None:
         verdicts = {row["epsilon"]: row["meets_target"] for row in choice.table()}
         for row in summaries:
@@ -129,10 +130,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CLIError(f"cannot create {args.out}: {error.strerror}") from None
-    calibration.write_csv(
-        [r for result in results for r in result.to_records()], out / "calibration.csv"
-    )
-    calibration.write_csv(summaries, out / "summary.csv")
+    write_csv([r for result in results for r in result.to_records()], out / "calibration.csv")
+    write_csv(summaries, out / "summary.csv")
     report: dict[str, Any] = {
         "mechanism": args.mechanism,
         "embeddings": {

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._openmp import prefer_sleeping_threads
 
@@ -15,7 +15,12 @@ _LAZY = {"TextPrivatizer": ".text", "LPLPTransformer": ".lplp"}
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module 'dxp_plugins.estimators' has no attribute {name!r}")
+if TYPE_CHECKING:  # type checkers see the classes; a misspelt name is an error there too
+    from .lplp import LPLPTransformer as LPLPTransformer
+    from .text import TextPrivatizer as TextPrivatizer
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name in _LAZY:
+            return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        raise AttributeError(f"module 'dxp_plugins.estimators' has no attribute {name!r}")

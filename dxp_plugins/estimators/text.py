@@ -22,7 +22,7 @@ rebuilt on first use and must find the same embeddings (fingerprint).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from sklearn.utils.validation import _check_feature_names_in, _get_feature_names
 from .._random import RandomSource
 from .._validation import check_choice, check_int, check_no_fit_params, check_text
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
+from ..embeddings.table import EmbeddingTable
 from ..errors import PrivacyWarning, warn
 from ..guarantee import Accountant, Guarantee
 from ..mechanisms.base import Mechanism
@@ -111,12 +112,12 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         mechanism: str = "madlib",
         epsilon: float | None = None,
         mechanism_params: dict[str, Any] | None = None,
-        embeddings: Any = "glove-6b-50d",
+        embeddings: str | EmbeddingTable = "glove-6b-50d",
         embeddings_params: dict[str, Any] | None = None,
         vocab_size: int | None = None,
         oov: str = "unk",
-        pos: list[str] | None = None,
-        entities: list[str] | None = None,
+        pos: str | Sequence[str] | None = None,
+        entities: str | Sequence[str] | None = None,
         token_filter: str | None = None,
         spacy_model: str | None = None,
         random_state: int | None = None,

@@ -27,9 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from spacy.language import Language
 
-if TYPE_CHECKING:
-    from .component import Privatizer
-
 #: Default config of the factory (``epsilon`` has no default and must be given).
 DEFAULT_CONFIG: dict[str, Any] = {
     "mechanism": "madlib",
@@ -100,11 +97,15 @@ def make_privatizer(
 __all__ = ["DEFAULT_CONFIG", "Privatizer", "make_privatizer"]
 
 
-def __getattr__(name: str) -> Any:
-    """``Privatizer`` (the component's class, for ``cast``/``isinstance``), imported on
-    first use so that the entry point stays cheap."""
-    if name == "Privatizer":
-        from .component import Privatizer
+if TYPE_CHECKING:  # an explicit re-export for type checkers
+    from .component import Privatizer as Privatizer
+else:
 
-        return Privatizer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        """``Privatizer`` (the component's class, for ``cast``/``isinstance``), imported on
+        first use so that the entry point stays cheap."""
+        if name == "Privatizer":
+            from .component import Privatizer
+
+            return Privatizer
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
