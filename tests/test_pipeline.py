@@ -182,6 +182,20 @@ def test_annotate_writes_private_words_once_and_keeps_the_doc():
     assert record["spend"] == 12 * 0.5 and record["mechanism"] == "madlib"
 
 
+def test_repr_shows_every_setting_that_lets_words_out_raw():
+    """A nouns-only component passing OOV words through raw must not print like one that
+    protects every word (API review, nineteenth session)."""
+    plain = repr(make_nlp().get_pipe("dxp_privatizer"))
+    assert plain == (
+        "Privatizer(name='dxp_privatizer', mechanism='madlib', epsilon=8, "
+        "embeddings='glove-6b-50d', vocab_size=2000, mode='annotate', rng='secure')"
+    )
+    nlp = make_nlp(pos=["NOUN", "PROPN"], oov="passthrough", mechanism_params={"index": "hnsw"})
+    shown = repr(nlp.get_pipe("dxp_privatizer"))
+    for part in ("oov='passthrough'", "selection='pos NOUN,PROPN'", "{'index': 'hnsw'}"):
+        assert part in shown, shown
+
+
 def test_attribute_names_are_configurable():
     nlp = make_nlp(token_attr="private", doc_attr="private_text", guarantee_attr="release")
     doc = nlp("hockey fans")

@@ -75,6 +75,9 @@ def code_table(words: Any, codes: Any) -> tuple[EmbeddingTable, np.ndarray]:
 class BRR(Mechanism):
     """BRR (Algorithms 2-3): ``epsilon * hamming``-private word replacement on binary codes.
 
+    Carvalho, Vasiloudis, Feyisetan, "BRR: Preserving Privacy of Text Data Efficiently on
+    Device" (the module docstring has the details).
+
     Parameters
     ----------
     embeddings, epsilon, oov, random_state, accountant:

@@ -40,6 +40,9 @@ def sample_noise(rng: np.random.Generator, count: int, dim: int, epsilon: float)
 class Madlib(Mechanism):
     """Madlib (Algorithm 1): ``epsilon * ||phi(w) - phi(w')||``-private word replacement.
 
+    Feyisetan, Balle, Drake, Diethe, "Privacy- and Utility-Preserving Textual Analysis via
+    Calibrated Multivariate Perturbations", WSDM 2020 (the module docstring has the details).
+
     Parameters
     ----------
     embeddings:

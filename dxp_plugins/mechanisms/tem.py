@@ -360,6 +360,9 @@ class LawCache:
 class TEM(Mechanism):
     """TEM (Algorithm 2): ``epsilon * d``-private word replacement for a metric d.
 
+    Carvalho, Vasiloudis, Feyisetan, Wang, "TEM: High Utility Metric Differential Privacy on
+    Text", SDM 2023 (the module docstring has the details).
+
     Parameters
     ----------
     embeddings, epsilon, oov, random_state, accountant:

@@ -526,12 +526,26 @@ class Privatizer:
         _install_extension(Doc, self.guarantee_attr)
 
     def __repr__(self) -> str:
+        """The settings that decide what is protected; those at their defaults are left out
+        but for the mechanism, epsilon and embeddings (so a component that lets words out raw,
+        by a selection or ``oov="passthrough"``, never prints like one that protects all)."""
         settings = self.settings
-        return (
-            f"Privatizer(name={self.name!r}, mechanism={settings.mechanism!r}, "
-            f"epsilon={settings.epsilon:g}, embeddings={settings.embeddings!r}, "
-            f"mode={self.mode!r}, rng={self._random.mode!r})"
-        )
+        shown = [
+            f"name={self.name!r}",
+            f"mechanism={settings.mechanism!r}",
+            f"epsilon={settings.epsilon:g}",
+            f"embeddings={settings.embeddings!r}",
+        ]
+        if settings.mechanism_params:
+            shown.append(f"mechanism_params={dict(settings.mechanism_params)!r}")
+        if settings.vocab_size is not None:
+            shown.append(f"vocab_size={settings.vocab_size}")
+        if settings.oov != "unk":
+            shown.append(f"oov={settings.oov!r}")
+        if settings.restricted:
+            shown.append(f"selection={settings.selection_label()!r}")
+        shown += [f"mode={self.mode!r}", f"rng={self._random.mode!r}"]
+        return f"Privatizer({', '.join(shown)})"
 
 
 def _without_file_locations(
