@@ -46,7 +46,7 @@ def test_an_accountant_pickled_before_the_compensated_sum_still_loads():
     assert old.spent == 2.5 and pickle.loads(pickle.dumps(old)).spent == 2.5
 
 
-@pytest.mark.parametrize("value", [np.timedelta64(3), np.datetime64(3, "D")])
+@pytest.mark.parametrize("value", [np.timedelta64(3, "D"), np.datetime64(3, "D")])
 def test_time_deltas_are_not_numbers(glove_5k, value):
     """F10: numpy counts timedelta64 as a signed integer; 3 days were accepted as epsilon."""
     with pytest.raises(TypeError, match="epsilon must be a real number"):

@@ -37,6 +37,9 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _WARNING_SOURCES = frozenset(
     {*Path(__file__).resolve().parent.glob("*.py"), _PACKAGE_DIR / "errors.py"}
 )
+#: The modules whose frames stand between ``warnings.warn`` and ``showwarning``: Python 3.14
+#: moved the pure-Python implementation to ``_py_warnings`` (``warnings.warn`` is C there).
+_WARNINGS_MODULES = frozenset({"warnings", "_py_warnings"})
 
 
 class _WarningPrinter:
@@ -84,7 +87,7 @@ class _WarningPrinter:
         """The frame that called ``warnings.warn`` (its ``filename`` argument is the frame
         ``stacklevel`` names, which the library sets to its caller's: the CLI's own)."""
         frame: Any = sys._getframe(2)
-        while frame is not None and frame.f_globals.get("__name__") == "warnings":
+        while frame is not None and frame.f_globals.get("__name__") in _WARNINGS_MODULES:
             frame = frame.f_back
         return frame
 
