@@ -182,11 +182,13 @@ BLAS_THRESHOLD = 20
 
 @functools.cache
 def _faiss() -> Any:
-    """faiss, imported on first use; forked child processes search single-threaded.
+    """faiss, imported on first use; worker processes search single-threaded.
 
     GNU OpenMP is not fork-safe: a forked child that enters an OpenMP region its parent had
     already used waits forever for the parent's worker threads (seen with spaCy's
-    ``nlp.pipe(n_process=2)``). Forked workers are parallel already, so one thread each.
+    ``nlp.pipe(n_process=2)``). Workers are parallel already, so one thread each: forked
+    ones by the fork hook, spawned ones (macOS, Windows; forkserver, Python 3.14's Linux
+    default) here, which would otherwise each run a team as wide as the machine.
 
     Flat search uses BLAS from 20 queries on (faiss 1.8's threshold; later versions raised it
     to 128,000 and compare one pair at a time below about 2,500 queries: 4-5x slower for
@@ -200,7 +202,12 @@ def _faiss() -> Any:
 
     if faiss.cvar.distance_compute_blas_threshold > BLAS_THRESHOLD:
         faiss.cvar.distance_compute_blas_threshold = BLAS_THRESHOLD
-    os.register_at_fork(after_in_child=functools.partial(faiss.omp_set_num_threads, 1))
+    if hasattr(os, "register_at_fork"):  # not on Windows
+        os.register_at_fork(after_in_child=functools.partial(faiss.omp_set_num_threads, 1))
+    from multiprocessing import parent_process
+
+    if parent_process() is not None:
+        faiss.omp_set_num_threads(1)
     return faiss
 
 
@@ -220,7 +227,8 @@ def _reset_searching() -> None:
     _searching_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_reset_searching)
+if hasattr(os, "register_at_fork"):  # not on Windows (no fork there)
+    os.register_at_fork(after_in_child=_reset_searching)
 
 
 @contextlib.contextmanager

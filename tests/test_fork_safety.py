@@ -55,3 +55,68 @@ def test_forked_child_searches_after_the_parent(kind):
         check=True,
     )
     assert done.stdout.strip() == "ok", f"the forked child hung in faiss search: {done.stdout}"
+
+
+def _run(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def test_search_works_where_there_is_no_fork():
+    """Windows has no ``os.register_at_fork`` (nor ``geteuid``, ``sched_getaffinity``,
+    ``fcntl``): Madlib and BRR failed to import there, and so did every default door
+    (portability review F1). Simulated by removing them before the library loads."""
+    out = _run(
+        """
+        import os, sys, warnings
+        for name in ("register_at_fork", "fork", "geteuid", "sched_getaffinity"):
+            if hasattr(os, name):
+                delattr(os, name)
+        sys.modules["fcntl"] = None
+        import numpy as np
+        import dxp_plugins as dxp
+
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(0)
+        words = [f"w{i}" for i in range(500)]
+        table = dxp.EmbeddingTable(words, rng.normal(size=(500, 8)).astype("float32"))
+        madlib = dxp.Madlib(table, epsilon=5.0).privatize_ids(np.arange(500))
+        brr = dxp.BRR.from_codes(words, rng.integers(0, 2, (500, 32)), 2.0)
+        print(len(madlib), len(brr.privatize_ids(np.arange(500))))
+        """
+    )
+    assert out == "500 500"
+
+
+def test_a_spawned_worker_searches_on_one_thread(tmp_path):
+    """Workers run side by side already: a spawned one (macOS, Windows, forkserver) ran a
+    faiss team as wide as the machine, as a forked one does not (portability review F6)."""
+    script = tmp_path / "spawned.py"  # a file: spawned workers import the main module
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing
+
+            def threads(_):
+                from dxp_plugins.neighbors import _faiss
+                return _faiss().omp_get_max_threads()
+
+            if __name__ == "__main__":
+                with multiprocessing.get_context("spawn").Pool(1) as pool:
+                    print(pool.map(threads, [0])[0])
+            """
+        ),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "1"
