@@ -747,6 +747,33 @@ def test_workers_refuse_to_charge_a_capped_accountant():
         list(nlp.pipe(["good film"] * 8, n_process=2, batch_size=2))
 
 
+def test_a_filter_registered_in_code_fails_readably_in_spawned_workers():
+    """Spawned workers (macOS, Windows; forkserver on Linux from Python 3.14) unpickle the
+    component without running the code that registered its token filter: the error must
+    reach the caller through spaCy, not kill the worker while it unpickles (the caller saw
+    a bare EOFError; portability review F4)."""
+    out = run_fresh(
+        """
+        import json, multiprocessing, warnings
+        multiprocessing.set_start_method("spawn", force=True)
+        warnings.simplefilter("ignore")
+        import spacy
+        from dxp_plugins import registry
+        registry.token_filters.register("short_in_code.v1", func=lambda token: len(token) <= 3)
+        nlp = spacy.blank("en")
+        nlp.add_pipe("dxp_privatizer", config={
+            "epsilon": 3.0, "vocab_size": 2000, "token_filter": "short_in_code.v1"})
+        try:
+            list(nlp.pipe(["the quick brown fox"] * 2, n_process=2, batch_size=1))
+            print(json.dumps({"error": None}))
+        except Exception as error:
+            print(json.dumps({"error": type(error).__name__, "message": str(error)}))
+        """
+    )
+    assert out["error"] == "ValueError", out
+    assert "unknown token_filter 'short_in_code.v1'" in out["message"]
+
+
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="mutant needs fork")
 def test_the_worker_test_catches_a_replayed_stream(monkeypatch):
     """Mutant: seeded workers re-create the seed's own stream (ignoring the pid)."""

@@ -149,6 +149,7 @@ class Privatizer:
         self.doc_attr: str = output["doc_attr"]
         self.guarantee_attr: str = output["guarantee_attr"]
         self._select: Callable[[Doc], list[bool] | None] | None = settings.selector()
+        self._select_resolved = True
         self._random = RandomSource(settings.seed)
         self._mechanism = None
         self._built_settings = None
@@ -287,6 +288,8 @@ class Privatizer:
         # Everything read from the Docs (token texts, whitespace, selection, blankness) is
         # read here, before the charge: a Doc whose strings are gone (another thread's
         # nlp.memory_zone() freed them) then fails before any spend, not after.
+        if not self._select_resolved:
+            self._select, self._select_resolved = self.settings.selector(), True
         select = self._select
         try:
             texts = [
@@ -510,6 +513,7 @@ class Privatizer:
         state["_mechanism"] = state["_built_settings"] = None
         state["_nlp"] = None  # a weak reference cannot be pickled
         state["_select"] = None
+        state.pop("_select_resolved", None)
         state.pop("_lock", None)  # a lock cannot be pickled: __setstate__ makes a new one
         return state
 
@@ -520,7 +524,11 @@ class Privatizer:
         state["_nlp"] = None
         self.__dict__.update(state)
         self._lock = fork_safe_lock(self)
-        self._select = self.settings.selector()
+        # Resolved on first use, not here: a token filter registered in code that a spawned
+        # worker does not run would otherwise kill the worker while it unpickles, before
+        # spaCy can pass the error on (the parent saw a bare EOFError; portability review F4).
+        self._select = None
+        self._select_resolved = False
         _install_extension(Token, self.token_attr)
         _install_extension(Doc, self.doc_attr)
         _install_extension(Doc, self.guarantee_attr)
