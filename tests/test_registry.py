@@ -526,3 +526,22 @@ def test_a_malformed_entry_points_file_is_named_as_the_environment(tmp_path):
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("dxp: error: unexpected TypeError while reading the installed")
     assert "quote the input" not in done.stderr
+
+
+def test_an_error_in_an_entry_points_module_is_not_blamed_on_the_metadata(tmp_path, monkeypatch):
+    """Portability review F2: a module that failed while an entry point imported it (on
+    Windows, neighbors.py's register_at_fork) was reported as a malformed installation, with
+    advice to reinstall packages; only errors raised while the metadata is read are."""
+    import sys
+
+    from dxp_plugins.cli.process import _in_package_metadata
+
+    (tmp_path / "dxp_test_broken_plugin.py").write_text("raise AttributeError('no fork')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = importlib.metadata.EntryPoint(
+        name="broken", value="dxp_test_broken_plugin:load", group="dxp_plugins_embeddings"
+    )
+    with pytest.raises(AttributeError) as raised:
+        entry.load()
+    assert not _in_package_metadata(raised.value)
+    monkeypatch.delitem(sys.modules, "dxp_test_broken_plugin", raising=False)

@@ -121,14 +121,20 @@ def _unexpected(error: BaseException, place: str | None, note: str = "") -> int:
 
 
 def _in_package_metadata(error: BaseException) -> bool:
-    """Whether ``error`` was raised inside ``importlib.metadata`` (or its backport)."""
+    """Whether ``error`` was raised while ``importlib.metadata`` (or its backport) read the
+    installed distributions: not when it came from a module an entry point imported
+    (``EntryPoint.load`` calls ``importlib.import_module``, whose frame follows the
+    metadata's; the import machinery's own frames are trimmed from such tracebacks)."""
+    reading = False
     frame = error.__traceback__
     while frame is not None:
         path = frame.tb_frame.f_code.co_filename.replace("\\", "/")
         if "/importlib/metadata/" in path or "/importlib_metadata/" in path:
-            return True
+            reading = True
+        elif path.endswith("/importlib/__init__.py") or path.startswith("<frozen importlib"):
+            reading = False  # importing a plugin's module: its own error
         frame = frame.tb_next
-    return False
+    return reading
 
 
 def _raised_by_this_library(error: BaseException) -> bool:

@@ -163,7 +163,7 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
     path = Path(target).resolve()  # a symlink: replace the file it points to
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:  # readable by this user only while it fills (a killed run may leave it behind)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _EXTRA_FLAGS, 0o600)
     except OSError as error:
         raise CLIError(f"cannot write {target}: {error.strerror}") from None
     try:
@@ -177,7 +177,9 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
         raise
 
 
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: Flags of the temporary output file beyond write/create/exclusive: not inherited by child
+#: processes, and on Windows binary (else each "\n" written became "\r\n", as tempfile knows).
+_EXTRA_FLAGS = getattr(os, "O_EXTRA_FLAGS", 0) | getattr(os, "O_BINARY", 0)
 
 
 def _final_mode(info: os.stat_result | None) -> int:
