@@ -132,6 +132,9 @@ def load_20newsgroups(subset: str = "train") -> tuple[list[str], list[str]]:
 def load_lee_background() -> list[str]:
     """The Lee background corpus shipped in gensim's wheel: 300 news articles (Australian
     Broadcasting Corporation; Lee, Pincombe and Welsh 2005), raw text with capitalisation."""
+    from ._optional import require_gensim
+
+    require_gensim("load_lee_background (the corpus ships in gensim's wheel)")
     from gensim.test.utils import datapath
 
     with open(datapath("lee_background.cor"), encoding="utf-8") as stream:

@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._openmp import prefer_sleeping_threads
+from ._optional import require_gensim
 from ._validation import check_choice
 from .errors import DxpWarning
 from .lplp.compression import check_counts
@@ -118,6 +119,7 @@ def to_gensim(counts: Any, feature_names: Sequence[str]) -> tuple[Any, Any]:
         keep = np.flatnonzero(document_frequency >= 5)  # e.g. no_below=5
         corpus, dictionary = to_gensim(counts[:, keep], np.asarray(names)[keep])
     """
+    require_gensim("to_gensim")
     from gensim.matutils import Sparse2Corpus
 
     matrix = _count_matrix(counts, feature_names)
@@ -167,6 +169,7 @@ def _dictionary(matrix: sp.csr_matrix, feature_names: Sequence[str]) -> Any:
 def gensim_lda(counts: Any, feature_names: Sequence[str], num_topics: int, **params: Any) -> Any:
     """gensim ``LdaModel`` fitted on (private) counts through :func:`to_gensim`; its
     ``id2word`` is the gensim ``Dictionary`` (so ``doc2bow`` and ``get_term_topics`` work)."""
+    require_gensim("gensim_lda")
     from gensim.models import LdaModel
 
     corpus, dictionary = to_gensim(counts, feature_names)
@@ -189,6 +192,7 @@ def coherence(
     windows, so they also need ``texts``: the reference documents as token lists. ``params``
     go to ``CoherenceModel`` (e.g. ``window_size``; ``processes`` is 1 unless given).
     """
+    require_gensim("coherence (gensim's CoherenceModel)")
     from gensim.models import CoherenceModel
 
     check_choice(measure, "measure", COHERENCE_MEASURES)

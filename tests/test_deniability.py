@@ -22,6 +22,7 @@ from dxp_plugins.calibration.pairwise import _z
 from dxp_plugins.calibration.support import _sampled_support, _support_bounds
 from dxp_plugins.cli import main
 from tests.fixtures import one_faiss_thread  # noqa: F401
+from tests.optional import requires_gensim
 
 pytestmark = pytest.mark.usefixtures("one_faiss_thread")
 
@@ -372,6 +373,7 @@ def test_cli_calibrate_writes_tables_and_figures(tmp_path, capsys):
     assert "mean N_w" in captured.out
 
 
+@requires_gensim
 def test_cli_calibrate_records_the_table_and_the_words_it_used(tmp_path, capsys):
     """A table of another size than --vocab-size (here: none given), and fewer words than
     --words (the pool holds 76): summary.json records what was used, not what was asked."""

@@ -15,6 +15,7 @@ from dxp_plugins._random import RandomSource
 from dxp_plugins.doors import DoorSettings
 from dxp_plugins.text import privatize_texts
 from tests.door_fixtures import KaryRandomizedResponse, register
+from tests.optional import requires_gensim
 
 FAST = {"embeddings": "glove-6b-50d", "vocab_size": 2000}
 
@@ -127,6 +128,7 @@ def test_constants_carry_their_own_doc_comments():
     assert comment_of("DEFAULT_BATCH_SIZE").startswith("#: Documents per mechanism call")
 
 
+@requires_gensim
 def test_loader_argument_errors_name_the_embeddings():
     with pytest.raises(ValueError, match=r"embeddings_params: unknown option.*'colour'"):
         DoorSettings.create(epsilon=1.0, embeddings_params={"colour": "red"})  # at once

@@ -7,12 +7,15 @@ import pickle
 
 import numpy as np
 import pytest
-from gensim.models import KeyedVectors, Word2Vec
-from gensim.test.utils import datapath
 
 import dxp_plugins as dxp
 from dxp_plugins.embeddings import OOV_ID, EmbeddingTable
 from dxp_plugins.errors import DxpWarning
+from tests.optional import HAS_GENSIM, requires_gensim
+
+if HAS_GENSIM:
+    from gensim.models import KeyedVectors, Word2Vec
+    from gensim.test.utils import datapath
 
 
 def small_table(**kwargs):
@@ -108,6 +111,7 @@ def test_words_no_text_can_hold_are_refused(word, reason):
         EmbeddingTable("ab", np.eye(2))
 
 
+@requires_gensim
 def test_loaders_drop_words_no_text_can_hold():
     kv = KeyedVectors(vector_size=2)
     kv.add_vectors(["cat", "new york", "\u200b", "dog"], np.eye(4, 2, dtype=np.float32))
@@ -212,6 +216,7 @@ def test_glove_full_table(request):
     assert len(table) == 400_000 and table.lookup(["Encryption"])[0] >= 0
 
 
+@requires_gensim
 def test_keyed_vectors_loader_from_file_and_object():
     path = datapath("test_glove.txt")
     from_file = dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True)
@@ -240,6 +245,7 @@ def test_keyed_vectors_loader_from_file_and_object():
         dxp.Madlib(kv, epsilon=1.0)
 
 
+@requires_gensim
 def test_keyed_vectors_files_in_gensims_own_format(tmp_path):
     kv = KeyedVectors(vector_size=3)
     kv.add_vectors(["cat", "dog"], np.eye(2, 3, dtype=np.float32))
@@ -248,6 +254,7 @@ def test_keyed_vectors_files_in_gensims_own_format(tmp_path):
     assert table.words == ("cat", "dog") and table.dim == 3
 
 
+@requires_gensim
 def test_keyed_vectors_keys_that_are_not_words(tmp_path):
     """gensim keeps the first vector of a word repeated in a file and leaves a keyless row
     (None); integer keys are no words. Both were a bare TypeError from str.join."""
@@ -263,6 +270,7 @@ def test_keyed_vectors_keys_that_are_not_words(tmp_path):
         dxp.EmbeddingTable.from_keyed_vectors(kv)
 
 
+@requires_gensim
 @pytest.mark.parametrize("header", ["", "3 2\n"], ids=["glove", "word2vec"])
 def test_a_text_row_of_the_wrong_length_is_refused(tmp_path, header):
     """gensim spread a one-value row over every dimension ('sun 7' -> [7, 7])."""
@@ -276,6 +284,7 @@ def test_a_text_row_of_the_wrong_length_is_refused(tmp_path, header):
     assert table.words == ("cat",)
 
 
+@requires_gensim
 def test_text_files_gensim_reads_still_load(tmp_path):
     """The row check reads files as gensim does: compressed, a blank line after the rows a
     header announces, a carriage return inside a word."""
@@ -348,6 +357,7 @@ def test_glove_converted_copy_matches_the_package_and_skips_pyarrow(tmp_path):
     assert table.fingerprint == first[0]
 
 
+@requires_gensim
 def test_a_bad_row_in_a_word2vec_file_is_not_blamed_on_the_header(tmp_path):
     path = tmp_path / "vectors.txt"
     path.write_text("3 2\nthe 0.1 0.2\ncat 0.3 x\ndog 0.5 0.6\n", encoding="utf-8")
@@ -408,6 +418,7 @@ def test_words_of_a_str_subclass_become_str():
     assert table.fingerprint == EmbeddingTable(["cat", "dog"], np.eye(2)).fingerprint
 
 
+@requires_gensim
 @pytest.mark.parametrize("bad", ["2", True, 2.0, 0, -1])
 def test_loader_vocab_size_is_checked_before_reading(tmp_path, monkeypatch, bad):
     """It reached gensim as ``limit`` first ('<' not supported ... 'str' and 'int')."""
@@ -434,6 +445,7 @@ def test_loader_vocab_size_is_checked_before_reading(tmp_path, monkeypatch, bad)
             dxp.load_embeddings(**call, vocab_size=bad)
 
 
+@requires_gensim
 def test_vocab_size_counts_words_not_file_lines(tmp_path):
     """A repeated word (gensim keeps its first vector and leaves an empty row) and a word
     no text can hold took a line of gensim's ``limit``: fewer words than asked for."""
@@ -446,6 +458,7 @@ def test_vocab_size_counts_words_not_file_lines(tmp_path):
     assert len(record) == 2  # one warning per kind of dropped row, not one per read
 
 
+@requires_gensim
 def test_keyless_rows_are_explained_whatever_made_them():
     """The warning blamed a repeated word in a file also for KeyedVectors(count=...)."""
     kv = KeyedVectors(vector_size=2, count=3)
@@ -455,6 +468,7 @@ def test_keyless_rows_are_explained_whatever_made_them():
     assert table.words == ("cat", "dog")
 
 
+@requires_gensim
 def test_keyed_vectors_files_with_an_upper_case_suffix(tmp_path):
     kv = KeyedVectors(vector_size=2)
     kv.add_vectors(["cat", "dog"], np.eye(2, dtype=np.float32))
@@ -463,6 +477,7 @@ def test_keyed_vectors_files_with_an_upper_case_suffix(tmp_path):
     assert table.words == ("cat", "dog")
 
 
+@requires_gensim
 def test_unreadable_text_files_are_named(tmp_path):
     """gensim's raw UnicodeDecodeError and EOFError become a ValueError naming the file."""
     latin = tmp_path / "latin1.txt"

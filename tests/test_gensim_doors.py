@@ -11,6 +11,9 @@ import warnings
 import numpy as np
 import pytest
 import spacy
+
+pytest.importorskip("gensim")  # Python 3.14: gensim has no wheel, and is not a dependency there
+
 from gensim.models import KeyedVectors, LdaModel, Word2Vec
 from gensim.test.utils import datapath
 

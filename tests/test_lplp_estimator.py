@@ -24,6 +24,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import dxp_plugins as dxp
 from dxp_plugins import topics
 from dxp_plugins.estimators.lplp import LPLPTransformer
+from tests.optional import requires_gensim
 
 # scikit-learn's pickle check wants a seeded, fitted transformer and its unpickled copy to
 # draw the same noise; by design a copy never replays its original's stream (a worker task
@@ -63,6 +64,7 @@ WORDS = [f"w{i}" for i in range(1200)]  # as many feature names as the Lee count
 
 @pytest.fixture(scope="module")
 def lee_texts() -> list[str]:
+    pytest.importorskip("gensim")  # the corpus ships in gensim's wheel (none on Python 3.14)
     from gensim.test.utils import datapath
 
     with open(datapath("lee_background.cor"), encoding="utf-8") as stream:
@@ -685,6 +687,7 @@ def test_weights_edited_in_place_after_fit_are_a_change():
 
 
 # -- u_mass and words the reference never contains -------------------------------------------
+@requires_gensim
 def test_u_mass_warns_about_topic_words_absent_from_the_reference():
     """gensim scores a u_mass pair conditioned on a word of document frequency 0 as 0 (its
     best value) and a pair ending on one about log(1e-12): ["d", "a", "b"] scored -0.23,
@@ -770,6 +773,7 @@ def fitted_by_name(words: list[str], params: dict[str, Any]) -> LPLPTransformer:
     ).fit(eight_counts())
 
 
+@requires_gensim
 def test_embeddings_by_name_take_the_doors_loader_arguments(eight_words):
     """keyed-vectors.v1 (a GloVe text file) by name: unreachable before, as the estimator
     had no embeddings_params (its error named path/keyed_vectors, which it did not take)."""
@@ -800,7 +804,12 @@ def test_vocab_size_keeps_the_most_frequent_rows_of_a_registry_table(glove_5k):
     [
         ({"embeddings_params": {"path": "x.txt"}}, ValueError, "given without embeddings"),
         ({"vocab_size": 10}, ValueError, "given without embeddings"),
-        ({"embeddings": "keyed-vectors.v1"}, ValueError, "keyed_vectors or path"),
+        pytest.param(
+            {"embeddings": "keyed-vectors.v1"},
+            ValueError,
+            "keyed_vectors or path",
+            marks=requires_gensim,
+        ),
         ({"embeddings": "no-such-table"}, ValueError, "embeddings: unknown name"),
         ({"embeddings": "glove-6b-50d", "vocab_size": 0}, ValueError, "vocab_size must be >= 1"),
         ({"embeddings": "glove-6b-50d", "vocab_size": 2.5}, TypeError, "vocab_size must be an"),
@@ -831,6 +840,7 @@ def test_embeddings_settings_with_a_table_object_get_the_doors_checks(glove_5k):
     assert ranked.release_.embeddings == glove_5k.most_frequent(300).fingerprint
 
 
+@requires_gensim
 def test_embeddings_settings_changed_since_fit_are_refused(eight_words):
     """The new parameters are settings of the fitted release like every other: a change by
     set_params, or an edit of the embeddings_params dict in place, is refused."""
@@ -1000,6 +1010,7 @@ def test_gensim_lda_passes_its_settings_to_gensim(counts, vocabulary):
     np.testing.assert_array_equal(models[0].get_topics(), models[1].get_topics())
 
 
+@requires_gensim
 def test_to_gensim_drops_explicitly_stored_zeros():
     """A stored zero (e.g. left by arithmetic) is no occurrence: gensim's dfs, cfs and
     num_nnz, which TF-IDF and u_mass use, must not count it; the caller's matrix is kept."""

@@ -23,6 +23,7 @@ from dxp_plugins.pipeline.component import Privatizer
 from dxp_plugins.text import privatize_text
 from tests.audit.spies import record_calls
 from tests.door_fixtures import CANARIES, KaryRandomizedResponse, register
+from tests.optional import requires_gensim
 
 FAST = {"vocab_size": 2000}
 TEXT = "  The hockey team, the fans and the city!\n\nThey sang until midnight.\t"
@@ -602,6 +603,7 @@ def test_a_merged_doc_of_private_docs_is_not_privatized_again():
     assert privatizer(raw)._.dxp_guarantee["tokens_privatized"] == 6
 
 
+@requires_gensim
 def test_saved_before_first_use_still_refuses_other_embeddings(tmp_path):
     """front-doors.md advises saving before any text (spaCy's StringStore); the fingerprint
     must be saved then too, or a changed vectors file would be used silently."""
@@ -625,6 +627,7 @@ def test_saved_before_first_use_still_refuses_other_embeddings(tmp_path):
         loaded("cat")
 
 
+@requires_gensim
 def test_saving_without_reachable_embeddings_warns_and_saves(tmp_path):
     """A pipeline configured for vectors that exist only where it will run still saves."""
     nlp = spacy.blank("en")

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 import sklearn
 
 import dxp_plugins as dxp
+from tests.optional import requires_gensim
 
 COUNTS = sp.csr_matrix(np.array([[2, 0, 1, 0], [0, 3, 0, 1], [1, 1, 1, 1]]))
 WORDS = ["hockey", "team", "film", "actor"]
@@ -63,6 +64,7 @@ def reference_counts():
     return counts, vocabulary, [text.split() for text in REFERENCE]
 
 
+@requires_gensim
 @pytest.mark.parametrize("measure", ["c_v", "c_npmi", "c_uci"])
 def test_window_coherence_with_a_word_absent_from_the_texts_warns_and_is_nan(measure):
     """C2: c_v gave nan and c_npmi/c_uci +inf (read as the best score) without a word of
@@ -78,6 +80,7 @@ def test_window_coherence_with_a_word_absent_from_the_texts_warns_and_is_nan(mea
     assert np.isnan(value)
 
 
+@requires_gensim
 def test_gensim_lda_keeps_the_dictionary():
     """U1: the model got a plain dict as id2word, so doc2bow and get_term_topics failed."""
     from gensim.corpora import Dictionary
@@ -102,6 +105,7 @@ def test_transform_refuses_another_column_than_the_fitted_one():
     assert len(step.transform(frame[["review"]])) == 1
 
 
+@requires_gensim
 def test_gensim_loader_messages_point_to_the_flag_that_is_missing(tmp_path):
     """U2: a binary word2vec file read as text was told to "re-encode it as UTF-8", and
     vocab_size over KeyedVectors never mentioned frequency_ordered=True."""

@@ -20,6 +20,7 @@ import dxp_plugins as dxp
 from dxp_plugins import TextPrivatizer
 from tests.audit.spies import record_calls
 from tests.door_fixtures import KaryRandomizedResponse, register
+from tests.optional import requires_gensim
 
 TEXTS = ["The hockey team won the final!", "  ", "Encryption keys,\tplease.\n"]
 
@@ -428,6 +429,7 @@ def test_feature_names_follow_scikit_learn(privatizer):
     assert not hasattr(privatizer, "feature_names_in_")
 
 
+@requires_gensim
 def test_an_unpickled_model_refuses_changed_embeddings(tmp_path):
     """A loaded model rebuilds its mechanism from the settings: if the vectors behind the
     same name and path changed, it must refuse rather than privatize under another table."""

@@ -22,6 +22,7 @@ from dxp_plugins.cli import main as cli_main
 from dxp_plugins.mechanisms import madlib as madlib_module
 from dxp_plugins.text import privatize_texts
 from tests.door_fixtures import CANARIES, plane_glove
+from tests.optional import requires_gensim
 
 LINES = [
     "The hockey team won the final 3-1, said Alice (alice.smith@example.org).",
@@ -252,6 +253,7 @@ def audit_door(door: str, epsilon: float, tmp_path: Path, draws: int = DRAWS):
     return epsilon_lower_bound(counts, PAIRS, distances, epsilon), counts
 
 
+@requires_gensim
 @pytest.mark.statistical
 @pytest.mark.parametrize("epsilon", EPSILONS)
 @pytest.mark.parametrize("door", DOORS)
@@ -269,6 +271,7 @@ def _noise_scale_halved(rng, count, dim, epsilon):
 _true_sample_noise = madlib_module.sample_noise
 
 
+@requires_gensim
 @pytest.mark.statistical
 @pytest.mark.parametrize("door", DOORS)
 def test_black_box_audit_through_each_door_fails_on_a_mutant(door, tmp_path, monkeypatch):

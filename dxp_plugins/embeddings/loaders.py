@@ -324,6 +324,9 @@ def load_keyed_vectors(
     Rows that give no word (a repeated word, which keeps its first vector; a word no text
     can hold) do not count against N.
     """
+    from .._optional import require_gensim
+
+    require_gensim("load_keyed_vectors (embeddings 'keyed-vectors.v1')")
     from gensim.models import KeyedVectors
 
     from .._validation import check_int

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from benchmarks.peers import convert, harness, law, processes, report
+from tests.optional import requires_gensim
 
 X = report.X  # the multiplication sign used in ratios
 
@@ -28,6 +29,7 @@ def test_glove_text_round_trips_float32_exactly(glove_5k, tmp_path):
     np.testing.assert_array_equal(parsed, vectors)
 
 
+@requires_gensim
 def test_word2vec_text_has_header_and_same_vectors(glove_5k, tmp_path):
     from gensim.models import KeyedVectors
 

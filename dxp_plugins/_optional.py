@@ -1,0 +1,30 @@
+"""Optional dependencies: gensim is installed with this package only below Python 3.14
+(pyproject.toml), because it has no wheel for 3.14; its interop says so when it is missing."""
+
+from __future__ import annotations
+
+import sys
+
+from .errors import DxpError
+
+
+class MissingDependencyError(DxpError, ImportError):
+    """A feature needs a package that is not installed; the message names the package and
+    how to install it. An ImportError (as for matplotlib's figures) and a DxpError (so the
+    ``dxp`` command line shows its message)."""
+
+
+def require_gensim(feature: str) -> None:
+    """MissingDependencyError naming ``feature`` unless gensim can be imported."""
+    try:
+        import gensim  # noqa: F401
+    except ImportError:
+        why = (
+            " (not installed with dxp_plugins on Python 3.14 and later: gensim 4.4 has no wheel "
+            "for them; use Python 3.11-3.13 for the gensim interop)"
+            if sys.version_info >= (3, 14)
+            else ""
+        )
+        raise MissingDependencyError(
+            f"{feature} needs gensim: pip install gensim{why}", name="gensim"
+        ) from None

@@ -1,0 +1,87 @@
+"""Without gensim (Python 3.14, where it has no wheel and is no dependency) its interop says
+in one line that it needs gensim and how to install it. Its absence is simulated, so these
+run where gensim is installed too."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins import topics
+from dxp_plugins.cli import main as cli_main
+from dxp_plugins.datasets import load_lee_background
+from dxp_plugins.errors import DxpError
+
+
+@pytest.fixture
+def no_gensim(monkeypatch):
+    for name in [name for name in sys.modules if name.split(".")[0] == "gensim"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "gensim", None)  # import gensim -> ImportError
+
+
+@pytest.fixture
+def glove_file(tmp_path):
+    path = tmp_path / "vectors.txt"
+    path.write_text("cat 1 0\ndog 0 1\nsun 1 1\n", encoding="utf-8")
+    return path
+
+
+def check(error: BaseException, feature: str) -> None:
+    message = str(error)
+    assert isinstance(error, ImportError) and isinstance(error, DxpError)
+    assert message.startswith(f"{feature} needs gensim: pip install gensim")
+    assert "\n" not in message and error.name == "gensim"
+
+
+def test_the_keyed_vectors_loader_names_gensim(no_gensim, glove_file):
+    with pytest.raises(ImportError) as info:
+        dxp.load_embeddings("keyed-vectors.v1", path=glove_file, no_header=True)
+    check(info.value, "load_keyed_vectors (embeddings 'keyed-vectors.v1')")
+    with pytest.raises(ImportError) as info:  # through a door's settings
+        dxp.TextPrivatizer(
+            epsilon=3.0, embeddings="keyed-vectors.v1", embeddings_params={"path": str(glove_file)}
+        ).fit(["cat"])
+    check(info.value, "load_keyed_vectors (embeddings 'keyed-vectors.v1')")
+
+
+def test_the_topic_adapters_and_the_lee_corpus_name_gensim(no_gensim):
+    counts, names = np.array([[1, 2], [0, 3]]), ["a", "b"]
+    for call, feature in [
+        (lambda: topics.to_gensim(counts, names), "to_gensim"),
+        (lambda: topics.gensim_lda(counts, names, num_topics=1), "gensim_lda"),
+        (lambda: topics.coherence([names], counts, names), "coherence (gensim's CoherenceModel)"),
+        (load_lee_background, "load_lee_background (the corpus ships in gensim's wheel)"),
+    ]:
+        with pytest.raises(ImportError) as info:
+            call()
+        check(info.value, feature)
+
+
+def test_the_command_line_shows_the_message(no_gensim, glove_file, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("cat dog\n", encoding="utf-8")
+    args = ["privatize", source, "-o", tmp_path / "out.txt", "--epsilon", "3"]
+    args += ["--embeddings", "keyed-vectors.v1", "--embeddings-param", f"path={glove_file}"]
+    args += ["--embeddings-param", "no_header=true"]
+    assert cli_main([str(a) for a in args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dxp: error: load_keyed_vectors (embeddings 'keyed-vectors.v1') ")
+    assert "needs gensim: pip install gensim" in err and err.count("\n") == 1
+
+
+def test_the_library_imports_without_gensim():
+    """Only the interop needs gensim: the modules holding it import without it."""
+    code = (
+        "import sys; sys.modules['gensim'] = None\n"
+        "import dxp_plugins.topics, dxp_plugins.datasets, dxp_plugins.embeddings.loaders\n"
+        "print(sorted(name for name in sys.modules if name.startswith('gensim')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "['gensim']\n", "")
