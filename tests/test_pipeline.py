@@ -411,6 +411,18 @@ def test_custom_token_filter_by_name(monkeypatch):
     assert out[1] == "encryption" and [out[0], out[2]] == private
 
 
+def test_an_unpickled_component_keeps_the_filter_it_was_unpickled_with(monkeypatch):
+    """The selection is resolved when the copy is made, as before the lazy fallback for
+    spawned workers (diff review P1): a name registered again afterwards does not change
+    which words an existing copy privatizes."""
+    register(monkeypatch, "token_filters", "short.v1", lambda token: len(token) <= 3)
+    copy = pickle.loads(pickle.dumps(make_nlp(epsilon=0.01, token_filter="short.v1")))
+    register(monkeypatch, "token_filters", "short.v1", lambda token: False)  # nothing
+    calls = mechanism_calls(monkeypatch, copy)
+    copy("the encryption key")
+    assert [call["documents"] for call in calls] == [[["the", "key"]]]
+
+
 def test_any_registered_mechanism(monkeypatch):
     register(monkeypatch, "mechanisms", "k-rr-test", KaryRandomizedResponse)
     nlp = make_nlp(mechanism="k-rr-test", mechanism_params={"restrict_to": 10}, epsilon=1.0)

@@ -436,7 +436,7 @@ class Privatizer:
         here, e.g. a pipeline configured for vectors that exist only where it will run."""
         try:
             return self.settings.load_embeddings().fingerprint
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, ImportError) as error:  # ImportError: no gensim here
             warn(
                 f"saving without the embeddings fingerprint (they cannot be loaded here: "
                 f"{type(error).__name__}); the loaded pipeline cannot check its embeddings",
@@ -524,11 +524,14 @@ class Privatizer:
         state["_nlp"] = None
         self.__dict__.update(state)
         self._lock = fork_safe_lock(self)
-        # Resolved on first use, not here: a token filter registered in code that a spawned
-        # worker does not run would otherwise kill the worker while it unpickles, before
-        # spaCy can pass the error on (the parent saw a bare EOFError; portability review F4).
-        self._select = None
-        self._select_resolved = False
+        # A token filter registered in code that a spawned worker does not run is missing
+        # here: failing now would kill the worker while it unpickles, before spaCy can pass
+        # the error on (the parent saw a bare EOFError; portability review F4), so only then
+        # is it resolved on first use (and that use fails, before any charge).
+        try:
+            self._select, self._select_resolved = self.settings.selector(), True
+        except ValueError:  # an unknown name, or a plugin that failed to load (PluginLoadError)
+            self._select, self._select_resolved = None, False
         _install_extension(Token, self.token_attr)
         _install_extension(Doc, self.doc_attr)
         _install_extension(Doc, self.guarantee_attr)
