@@ -15,10 +15,13 @@ class MissingDependencyError(DxpError, ImportError):
 
 
 def require_gensim(feature: str) -> None:
-    """MissingDependencyError naming ``feature`` unless gensim can be imported."""
+    """MissingDependencyError naming ``feature`` when gensim is not installed; any other
+    import error (gensim installed but broken, e.g. beside an incompatible scipy) as it is."""
     try:
         import gensim  # noqa: F401
-    except ImportError:
+    except ModuleNotFoundError as error:
+        if error.name != "gensim":
+            raise
         why = (
             " (not installed with dxp_plugins on Python 3.14 and later: gensim 4.4 has no wheel "
             "for them; use Python 3.11-3.13 for the gensim interop)"

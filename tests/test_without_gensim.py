@@ -85,3 +85,43 @@ def test_the_library_imports_without_gensim():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "['gensim']\n", "")
+
+
+def test_a_pipeline_for_keyed_vectors_saves_without_its_fingerprint(no_gensim, glove_file):
+    """As when the vectors are not on this machine: saved, with a warning (diff review W1:
+    without gensim it raised)."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe(
+        "dxp_privatizer",
+        config={
+            "epsilon": 3.0,
+            "embeddings": "keyed-vectors.v1",
+            "embeddings_params": {"path": str(glove_file), "no_header": True},
+        },
+    )
+    with pytest.warns(dxp.DxpWarning, match="saving without the embeddings fingerprint"):
+        assert nlp.to_bytes()
+
+
+def test_a_broken_gensim_is_not_called_missing(monkeypatch):
+    """gensim installed but failing to import (an incompatible scipy, say) keeps its own
+    error: "pip install gensim" would not help (diff review W4)."""
+    from dxp_plugins._optional import require_gensim
+
+    for name in [name for name in sys.modules if name.split(".")[0] == "gensim"]:
+        monkeypatch.delitem(sys.modules, name)
+
+    class BrokenGensim:
+        def find_spec(self, name, path=None, target=None):
+            if name == "gensim":
+                raise ModuleNotFoundError(
+                    "No module named 'scipy.linalg.missing_part'", name="scipy.linalg.missing_part"
+                )
+            return None
+
+    monkeypatch.setattr(sys, "meta_path", [BrokenGensim(), *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError) as info:
+        require_gensim("to_gensim")
+    assert info.value.name == "scipy.linalg.missing_part"
