@@ -188,7 +188,10 @@ def _faiss() -> Any:
     already used waits forever for the parent's worker threads (seen with spaCy's
     ``nlp.pipe(n_process=2)``). Workers are parallel already, so one thread each: forked
     ones by the fork hook, spawned ones (macOS, Windows; forkserver, Python 3.14's Linux
-    default) here, which would otherwise each run a team as wide as the machine.
+    default) here, which would otherwise each run a team as wide as the machine. That is
+    every ``multiprocessing`` child (a single service process too), unless the environment
+    sets ``OMP_NUM_THREADS``; ``faiss.omp_set_num_threads(n)`` after the first search
+    changes it in a process.
 
     Flat search uses BLAS from 20 queries on (faiss 1.8's threshold; later versions raised it
     to 128,000 and compare one pair at a time below about 2,500 queries: 4-5x slower for
@@ -206,8 +209,8 @@ def _faiss() -> Any:
         os.register_at_fork(after_in_child=functools.partial(faiss.omp_set_num_threads, 1))
     from multiprocessing import parent_process
 
-    if parent_process() is not None:
-        faiss.omp_set_num_threads(1)
+    if parent_process() is not None and "OMP_NUM_THREADS" not in os.environ:
+        faiss.omp_set_num_threads(1)  # a multiprocessing child; OMP_NUM_THREADS overrides
     return faiss
 
 

@@ -1055,3 +1055,24 @@ def test_json_error_messages_stay_whole(tmp_path):
     assert result.returncode == 1
     assert "not valid JSON (Expecting ':' delimiter, character 9)" in result.stderr, result.stderr
     assert "zq7secret" not in result.stderr
+
+
+def test_library_warnings_are_printed_through_python_314s_py_warnings():
+    """Python 3.14 reaches ``showwarning`` through ``_py_warnings`` (``warnings.warn`` is C
+    there): the printer took the library's own warnings for third-party ones and withheld
+    their text (11 CLI tests failed on 3.14.8). Simulated: a relay frame of module
+    ``_py_warnings`` between a frame of the library's ``errors.py`` and the printer."""
+    import dxp_plugins.errors
+    from dxp_plugins.cli.process import _WarningPrinter
+
+    printer = _WarningPrinter()
+    lines: list[str] = []
+    printer.write = lines.append
+    relay: dict = {"__name__": "_py_warnings", "printer": printer}
+    exec("def show(*args):\n    printer(*args)\n", relay)  # a frame of module _py_warnings
+    library = {"__name__": "dxp_plugins.errors", "show": relay["show"], "Warning": Warning}
+    code = compile(
+        "show('this run is seeded', Warning, 'x.py', 1)", dxp_plugins.errors.__file__, "exec"
+    )
+    exec(code, library)  # a frame whose file is the library's errors.py
+    assert lines == ["dxp: warning: this run is seeded\n"]

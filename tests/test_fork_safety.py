@@ -6,6 +6,7 @@ in the test process an earlier test would already have registered it for every i
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -95,28 +96,40 @@ def test_search_works_where_there_is_no_fork():
     assert out == "500 500"
 
 
-def test_a_spawned_worker_searches_on_one_thread(tmp_path):
+@pytest.mark.parametrize("omp_num_threads", [None, "2"])
+def test_a_spawned_worker_searches_on_one_thread(tmp_path, omp_num_threads):
     """Workers run side by side already: a spawned one (macOS, Windows, forkserver) ran a
-    faiss team as wide as the machine, as a forked one does not (portability review F6)."""
+    faiss team as wide as the machine, as a forked one does not (portability review F6);
+    an OMP_NUM_THREADS the user set is kept (diff review W3)."""
     script = tmp_path / "spawned.py"  # a file: spawned workers import the main module
     script.write_text(
         textwrap.dedent(
             """
             import multiprocessing
 
-            def threads(_):
+            def threads(_=None):
                 from dxp_plugins.neighbors import _faiss
                 return _faiss().omp_get_max_threads()
 
             if __name__ == "__main__":
                 with multiprocessing.get_context("spawn").Pool(1) as pool:
-                    print(pool.map(threads, [0])[0])
+                    print(threads(), pool.map(threads, [0])[0])
             """
         ),
         encoding="utf-8",
     )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["OMP_NUM_THREADS"] = omp_num_threads or ""
+    if omp_num_threads is None:
+        del env["OMP_NUM_THREADS"]
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "1"
+    parent, worker = map(int, done.stdout.split())
+    if omp_num_threads:
+        assert worker == int(omp_num_threads)
+    else:
+        if parent == 1:
+            pytest.skip("one CPU: a worker on one thread shows nothing")
+        assert worker == 1

@@ -179,7 +179,7 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
 
 #: Flags of the temporary output file beyond write/create/exclusive: not inherited by child
 #: processes, and on Windows binary (else each "\n" written became "\r\n", as tempfile knows).
-_EXTRA_FLAGS = getattr(os, "O_EXTRA_FLAGS", 0) | getattr(os, "O_BINARY", 0)
+_EXTRA_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def _final_mode(info: os.stat_result | None) -> int:
