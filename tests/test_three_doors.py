@@ -22,7 +22,6 @@ from dxp_plugins.cli import main as cli_main
 from dxp_plugins.mechanisms import madlib as madlib_module
 from dxp_plugins.text import privatize_texts
 from tests.door_fixtures import CANARIES, plane_glove
-from tests.optional import requires_gensim
 
 LINES = [
     "The hockey team won the final 3-1, said Alice (alice.smith@example.org).",
@@ -229,9 +228,9 @@ INPUTS = ["a", "b", "c"]
 PAIRS = [(0, 1), (0, 2), (1, 2)]  # rows of INPUTS: axis pair, diagonal pair, b-c
 
 
-def audit_door(door: str, epsilon: float, tmp_path: Path, draws: int = DRAWS):
+def audit_door(door: str, epsilon: float, tmp_path: Path, monkeypatch, draws: int = DRAWS):
     """Counts of each output word for DRAWS occurrences of each input, through ``door``."""
-    embeddings = plane_glove(tmp_path, epsilon)
+    embeddings = plane_glove(tmp_path, epsilon, monkeypatch)
     texts = [" ".join([word] * draws) for word in INPUTS]
     if door == "spacy":
         outputs, record = through_spacy(texts, epsilon=epsilon, embeddings=embeddings)
@@ -253,12 +252,11 @@ def audit_door(door: str, epsilon: float, tmp_path: Path, draws: int = DRAWS):
     return epsilon_lower_bound(counts, PAIRS, distances, epsilon), counts
 
 
-@requires_gensim
 @pytest.mark.statistical
 @pytest.mark.parametrize("epsilon", EPSILONS)
 @pytest.mark.parametrize("door", DOORS)
-def test_black_box_audit_through_each_door(door, epsilon, tmp_path):
-    result, counts = audit_door(door, epsilon, tmp_path)
+def test_black_box_audit_through_each_door(door, epsilon, tmp_path, monkeypatch):
+    result, counts = audit_door(door, epsilon, tmp_path, monkeypatch)
     assert result.passed, f"{door}: {result}"
     assert result.epsilon_lower_bound > 0.6 * epsilon, f"{door}: vacuous audit {result}"
     assert counts[:, [2, 4]].min() > 100  # the sinks were reached
@@ -271,10 +269,9 @@ def _noise_scale_halved(rng, count, dim, epsilon):
 _true_sample_noise = madlib_module.sample_noise
 
 
-@requires_gensim
 @pytest.mark.statistical
 @pytest.mark.parametrize("door", DOORS)
 def test_black_box_audit_through_each_door_fails_on_a_mutant(door, tmp_path, monkeypatch):
     monkeypatch.setattr(madlib_module, "sample_noise", _noise_scale_halved)
-    result, _ = audit_door(door, 2.0, tmp_path)
+    result, _ = audit_door(door, 2.0, tmp_path, monkeypatch)
     assert not result.passed, f"{door}: the halved noise passed the audit: {result}"
