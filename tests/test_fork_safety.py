@@ -13,6 +13,8 @@ import textwrap
 
 import pytest
 
+from tests.processes import run_python
+
 SCRIPT = textwrap.dedent(
     """
     import os, select, warnings
@@ -58,23 +60,11 @@ def test_forked_child_searches_after_the_parent(kind):
     assert done.stdout.strip() == "ok", f"the forked child hung in faiss search: {done.stdout}"
 
 
-def _run(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip()
-
-
 def test_search_works_where_there_is_no_fork():
     """Windows has no ``os.register_at_fork`` (nor ``geteuid``, ``sched_getaffinity``,
     ``fcntl``): Madlib and BRR failed to import there, and so did every default door
     (portability review F1). Simulated by removing them before the library loads."""
-    out = _run(
+    out = run_python(
         """
         import os, sys, warnings
         for name in ("register_at_fork", "fork", "geteuid", "sched_getaffinity"):
@@ -93,7 +83,7 @@ def test_search_works_where_there_is_no_fork():
         print(len(madlib), len(brr.privatize_ids(np.arange(500))))
         """
     )
-    assert out == "500 500"
+    assert out.strip() == "500 500"
 
 
 @pytest.mark.parametrize("omp_num_threads", [None, "2"])

@@ -6,9 +6,6 @@ import json
 import multiprocessing
 import pickle
 import re
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import spacy
@@ -24,6 +21,7 @@ from dxp_plugins.text import privatize_text
 from tests.audit.spies import record_calls
 from tests.door_fixtures import CANARIES, KaryRandomizedResponse, register
 from tests.optional import requires_gensim
+from tests.processes import run_python
 
 FAST = {"vocab_size": 2000}
 TEXT = "  The hockey team, the fans and the city!\n\nThey sang until midnight.\t"
@@ -37,15 +35,8 @@ def make_nlp(**config) -> Language:
 
 def run_fresh(code: str) -> dict:
     """Run ``code`` in a new interpreter (no dxp_plugins import of ours) and parse its JSON."""
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    stdout = run_python(code)
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def layout(text: str) -> str:
