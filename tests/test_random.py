@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy as copy_module
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -41,6 +42,53 @@ def test_default_key_is_256_os_bits_and_chacha_has_20_rounds(monkeypatch):
     state = RandomSource().generator().bit_generator.state["state"]
     assert requested == [32] and state["rounds"] == 20
     np.testing.assert_array_equal(state["keysetup"], np.frombuffer(key, dtype="<u4"))
+
+
+def _simd_available() -> bool:
+    from randomgen import ChaCha
+
+    return bool(ChaCha(seed=0).use_simd)
+
+
+@pytest.mark.parametrize("simd", [True, False])
+def test_generators_use_the_implementation_the_probe_chose(monkeypatch, simd):
+    """randomgen's SIMD and scalar ChaCha give the same values; which one draws is the
+    probe's choice, for secure and seeded sources alike (the seeded stream is the seed's
+    ChaCha20 stream either way)."""
+    if simd and not _simd_available():
+        pytest.skip("this CPU has no SIMD path in randomgen")
+    from randomgen import ChaCha
+
+    import dxp_plugins._random as random_module
+
+    monkeypatch.setattr(random_module, "_simd_is_faster", lambda: simd)
+    secure = random_module._secure_generator()
+    seeded = random_module._seeded_generator(5, ())
+    assert secure.bit_generator.use_simd == simd and seeded.bit_generator.use_simd == simd
+    reference = np.random.Generator(ChaCha(seed=np.random.SeedSequence(5), rounds=20))
+    np.testing.assert_array_equal(seeded.standard_normal(999), reference.standard_normal(999))
+
+
+@pytest.mark.parametrize("simd_seconds, expected", [(1.0, True), (3.0, False)])
+def test_the_probe_picks_the_faster_implementation(monkeypatch, simd_seconds, expected):
+    """Each implementation is timed three times, alternately; the faster best time wins
+    (the scalar one takes 2 s per timing on this fake clock)."""
+    if not _simd_available():
+        pytest.skip("this CPU has no SIMD path in randomgen")
+    import types
+
+    import dxp_plugins._random as random_module
+
+    now = [0.0]
+    phase = itertools.cycle(["simd", simd_seconds, "scalar", 2.0])
+
+    def perf_counter() -> float:
+        step = next(phase)
+        now[0] += 0.0 if isinstance(step, str) else step
+        return now[0]
+
+    monkeypatch.setattr(random_module, "time", types.SimpleNamespace(perf_counter=perf_counter))
+    assert random_module._simd_is_faster.__wrapped__() is expected
 
 
 def test_warnings_name_the_users_line(glove_5k):
