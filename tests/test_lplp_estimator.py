@@ -23,6 +23,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dxp_plugins as dxp
 from dxp_plugins import topics
+from dxp_plugins.datasets import load_lee_background
 from dxp_plugins.estimators.lplp import LPLPTransformer
 from tests.optional import requires_gensim
 
@@ -64,11 +65,7 @@ WORDS = [f"w{i}" for i in range(1200)]  # as many feature names as the Lee count
 
 @pytest.fixture(scope="module")
 def lee_texts() -> list[str]:
-    pytest.importorskip("gensim")  # the corpus ships in gensim's wheel (none on Python 3.14)
-    from gensim.test.utils import datapath
-
-    with open(datapath("lee_background.cor"), encoding="utf-8") as stream:
-        return stream.read().splitlines()
+    return load_lee_background()  # from gensim, or its pinned wheel where gensim is absent
 
 
 @pytest.fixture(scope="module")

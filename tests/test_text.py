@@ -17,7 +17,6 @@ from dxp_plugins.text import (
     should_privatize,
     tokenize,
 )
-from tests.optional import requires_gensim
 
 
 def layout(text: str) -> str:
@@ -189,7 +188,6 @@ def test_unbounded_input_streams(glove_5k):
     assert [r.text for r in itertools.islice(stream, 10)] == ["hockey team"] * 10
 
 
-@requires_gensim
 def test_pieces_give_the_tokens_of_the_whole_text():
     """Cutting a long text at spaces between non-space characters changes no token and no
     whitespace (real news text: quotes, numbers, hyphens, line breaks, double spaces)."""

@@ -4,6 +4,7 @@ run where gensim is installed too."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 
@@ -15,6 +16,10 @@ from dxp_plugins import topics
 from dxp_plugins.cli import main as cli_main
 from dxp_plugins.datasets import load_lee_background
 from dxp_plugins.errors import DxpError
+
+#: SHA-256 of the Lee corpus as load_lee_background returns it from an installed gensim
+#: (articles joined by newlines).
+LEE_DIGEST = "1447726d3d5eeb63a46dbaea3abf4769ed52b9e5ec52d2215e2eec77068efe25"
 
 
 @pytest.fixture
@@ -49,17 +54,29 @@ def test_the_keyed_vectors_loader_names_gensim(no_gensim, glove_file):
     check(info.value, "load_keyed_vectors (embeddings 'keyed-vectors.v1')")
 
 
-def test_the_topic_adapters_and_the_lee_corpus_name_gensim(no_gensim):
+def test_the_topic_adapters_name_gensim(no_gensim):
     counts, names = np.array([[1, 2], [0, 3]]), ["a", "b"]
     for call, feature in [
         (lambda: topics.to_gensim(counts, names), "to_gensim"),
         (lambda: topics.gensim_lda(counts, names, num_topics=1), "gensim_lda"),
         (lambda: topics.coherence([names], counts, names), "coherence (gensim's CoherenceModel)"),
-        (load_lee_background, "load_lee_background (the corpus ships in gensim's wheel)"),
     ]:
         with pytest.raises(ImportError) as info:
             call()
         check(info.value, feature)
+
+
+def test_the_lee_corpus_comes_from_gensims_pinned_wheel(no_gensim):
+    """Without gensim the same 300 articles are read from gensim's pinned wheel (fetched
+    once into the cache folder, checked against its SHA-256, never installed)."""
+    from dxp_plugins.datasets import GENSIM_WHEEL, cache_dir
+
+    articles = load_lee_background()
+    assert (cache_dir() / GENSIM_WHEEL.filename).is_file()
+    assert "gensim" not in [name.split(".")[0] for name in sys.modules if sys.modules[name]]
+    assert len(articles) == 300 and articles[0].startswith("Hundreds of people")
+    digest = hashlib.sha256("\n".join(articles).encode("utf-8")).hexdigest()
+    assert digest == LEE_DIGEST
 
 
 def test_the_command_line_shows_the_message(no_gensim, glove_file, tmp_path, capsys):

@@ -53,8 +53,8 @@ BAD_ARGUMENTS = [
     ("examples/spacy_nouns_entities.py", ["--article", "99999"], "--article must be between"),
     ("examples/sklearn_sentiment.py", ["--epsilons", "0"], "--epsilons"),
 ]
-#: Scripts that need gensim before they check the argument (its models; the Lee corpus).
-NEEDS_GENSIM = {"examples/gensim_topics.py", "examples/spacy_nouns_entities.py"}
+#: Scripts that need gensim before they check the argument (its models).
+NEEDS_GENSIM = {"examples/gensim_topics.py"}
 
 
 @pytest.mark.parametrize(
