@@ -23,6 +23,9 @@ LABELS = {
     ("pypantera", "tem", None): "pypantera 1.0.2: TEM",
     ("dp-diffractor", "diffractor", None): "dp-diffractor 0.2.1: 1-Diffractor (geometric)",
 }
+#: The run that times Madlib exact and the bound alternately in one process: judged in the
+#: targets, not a row of the table (its memory is both systems').
+PAIRED = "paired"
 FAMILY = {"madlib": "Madlib", "tem": "TEM", "diffractor": "1-Diffractor"}
 HEADERS = [
     "mechanism",
@@ -110,8 +113,9 @@ def table_rows(results: Sequence[Result]) -> list[list[Any]]:
     """One row per result, in mechanism / vocabulary / system order."""
     order = {"madlib": 0, "tem": 1, "diffractor": 2}
     rows = []
+    rows_shown = [r for r in results if r["system"] != PAIRED]
     for result in sorted(
-        results, key=lambda r: (order.get(r["mechanism"], 9), r["vocab_size"], not is_ours(r))
+        rows_shown, key=lambda r: (order.get(r["mechanism"], 9), r["vocab_size"], not is_ours(r))
     ):
         ref = reference(results, result)
         speed = memory = None
@@ -178,13 +182,30 @@ def targets(results: Sequence[Result]) -> list[tuple[str, str, bool | None]]:
                     None,
                 )
             )
-        if ours and bound:
-            value = ours[0]["words_per_s"] / bound[0]["words_per_s"]
+        paired = [
+            r
+            for r in results
+            if r["system"] == PAIRED and r.get("vocab_size") == vocab and "paired_ratio" in r
+        ]
+        separate = ours[0]["words_per_s"] / bound[0]["words_per_s"] if ours and bound else None
+        if paired:
+            run = paired[0]
+            value = run["paired_ratio"]
+            text = (
+                f"{value:.2f} (median of {run['rounds']} rounds alternating both in one "
+                f"process; quartiles {run['paired_q25']:.2f} to {run['paired_q75']:.2f})"
+            )
+            if separate is not None:
+                text += f"; {separate:.2f} from the separate rows above"
+            checks.append(
+                (f"Madlib exact ≥ 0.85 of the faiss-only bound ({name})", text, value >= 0.85)
+            )
+        elif separate is not None:
             checks.append(
                 (
                     f"Madlib exact ≥ 0.85 of the faiss-only bound ({name})",
-                    f"{value:.2f}",
-                    value >= 0.85,
+                    f"{separate:.2f}",
+                    separate >= 0.85,
                 )
             )
         tem = _find(results, system="ours", mechanism="tem", vocab_size=vocab)

