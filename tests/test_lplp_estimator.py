@@ -208,6 +208,7 @@ def test_pipeline_before_lda_and_truncated_svd(lee_texts, vocabulary, glove_5k, 
     assert pipeline[1].last_guarantee_.epsilon == 5.0
 
 
+@requires_gensim
 def test_gensim_adapter_fits_lda_on_private_counts(counts, vocabulary):
     private = LPLPTransformer(epsilon=5.0, n_groups=400).fit_transform(counts)
     model = topics.gensim_lda(private, vocabulary, num_topics=3, passes=1, random_state=0)
@@ -516,6 +517,7 @@ def test_topic_matching_and_exclusivity():
     assert topics.top_words(disjoint, ["a", "b", "c", "d"], n=2) == [["a", "b"], ["c", "d"]]
 
 
+@requires_gensim
 def test_coherence_prefers_co_occurring_words(counts, vocabulary):
     lda = LatentDirichletAllocation(n_components=4, max_iter=10, random_state=0).fit(counts)
     learned = topics.top_words(lda.components_, vocabulary, n=10)
@@ -546,6 +548,7 @@ def lee_tokens(lee_texts) -> list[list[str]]:
     return [analyze(text) for text in lee_texts]
 
 
+@requires_gensim
 def test_to_gensim_dictionary_has_the_document_statistics(counts, vocabulary, lee_tokens):
     """The statistics gensim itself counts, so filter_extremes and TfidfModel work."""
     from gensim.corpora import Dictionary
@@ -568,6 +571,7 @@ def test_to_gensim_dictionary_has_the_document_statistics(counts, vocabulary, le
     assert len(dictionary) > 0 and set(dictionary.token2id) == set(reference.token2id)
 
 
+@requires_gensim
 def test_gensim_adapters_take_dense_counts_and_dataframes(counts, vocabulary):
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame(counts.toarray(), columns=vocabulary)
@@ -589,6 +593,7 @@ def test_gensim_adapters_take_dense_counts_and_dataframes(counts, vocabulary):
         topics.to_gensim(counts.toarray(), vocabulary[:-1])
 
 
+@requires_gensim
 def test_gensim_adapters_take_tf_idf_weights(counts, vocabulary):
     """Non-negative float weights (TF-IDF) went to gensim before the count checks; they
     still do, while negative or non-finite ones are refused."""
@@ -607,6 +612,7 @@ def test_gensim_adapters_take_tf_idf_weights(counts, vocabulary):
             topics.to_gensim(bad, vocabulary)
 
 
+@requires_gensim
 @pytest.mark.parametrize("measure", ["c_v", "c_npmi", "c_uci"])
 def test_sliding_window_coherence_uses_the_texts(counts, vocabulary, lee_tokens, measure):
     from gensim.corpora import Dictionary
@@ -627,6 +633,7 @@ def test_sliding_window_coherence_uses_the_texts(counts, vocabulary, lee_tokens,
         topics.coherence(learned, counts, vocabulary, measure=measure)
 
 
+@requires_gensim
 def test_coherence_refuses_an_unknown_measure_and_untokenised_texts(counts, vocabulary, lee_texts):
     with pytest.raises(ValueError, match="measure must be one of"):
         topics.coherence([vocabulary[:5]], counts, vocabulary, measure="c_nope")
@@ -993,6 +1000,7 @@ def test_seeded_grouping_and_histogram_draw_from_separate_streams(counts, monkey
 
 
 # -- topic evaluation: settings that silently change the results -------------------------------
+@requires_gensim
 def test_gensim_lda_passes_its_settings_to_gensim(counts, vocabulary):
     """passes, alpha and random_state reach LdaModel: one seed gives one model."""
     small = counts[:60]
