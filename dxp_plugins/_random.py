@@ -88,12 +88,20 @@ def _simd_is_faster() -> bool:
     measured on its SIMD path draws 1.9x slower (100,000 raw words: 1.98 ms against 1.04 ms;
     normals 2.84 against 1.77 ms, randomgen 2.5.1; twentieth session). randomgen documents
     that both give the same values, so the choice is speed only. The probe is keyed with a
-    public constant and its output is thrown away: it is never noise."""
+    public constant and its output is thrown away: it is never noise.
+
+    Before randomgen 2.5 the setting is one switch for the whole process that every new
+    ChaCha turns back on: there the choice would be undone at random and would reach other
+    code's generators, so randomgen's own choice is kept (True)."""
     from randomgen import ChaCha
 
     probe = ChaCha(seed=0, rounds=_CHACHA_ROUNDS)
     if not probe.use_simd:
         return False
+    probe.use_simd = False
+    ChaCha(seed=0, rounds=_CHACHA_ROUNDS)
+    if probe.use_simd:  # a process-wide switch, turned back on by the new instance
+        return True
     best = {True: math.inf, False: math.inf}
     for _ in range(3):
         for flag in (True, False):

@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import pickle
 import warnings
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -44,10 +45,16 @@ def test_default_key_is_256_os_bits_and_chacha_has_20_rounds(monkeypatch):
     np.testing.assert_array_equal(state["keysetup"], np.frombuffer(key, dtype="<u4"))
 
 
-def _simd_available() -> bool:
+def _simd_per_generator() -> bool:
+    """Whether randomgen has SIMD here and switches it per generator (randomgen >= 2.5)."""
     from randomgen import ChaCha
 
-    return bool(ChaCha(seed=0).use_simd)
+    first = ChaCha(seed=0)
+    if not first.use_simd:
+        return False
+    first.use_simd = False
+    ChaCha(seed=0)
+    return not first.use_simd
 
 
 @pytest.mark.parametrize("simd", [True, False])
@@ -55,8 +62,8 @@ def test_generators_use_the_implementation_the_probe_chose(monkeypatch, simd):
     """randomgen's SIMD and scalar ChaCha give the same values; which one draws is the
     probe's choice, for secure and seeded sources alike (the seeded stream is the seed's
     ChaCha20 stream either way)."""
-    if simd and not _simd_available():
-        pytest.skip("this CPU has no SIMD path in randomgen")
+    if not _simd_per_generator():
+        pytest.skip("randomgen has no SIMD here, or one process-wide switch (before 2.5)")
     from randomgen import ChaCha
 
     import dxp_plugins._random as random_module
@@ -69,26 +76,71 @@ def test_generators_use_the_implementation_the_probe_chose(monkeypatch, simd):
     np.testing.assert_array_equal(seeded.standard_normal(999), reference.standard_normal(999))
 
 
+class _TimedChaCha:
+    """Stands in for randomgen's ChaCha in the probe's timing test: each ``random_raw``
+    takes the time of the implementation switched on (a fake clock), nothing else."""
+
+    seconds: ClassVar[dict[bool, float]] = {True: 1.0, False: 2.0}
+    now = 0.0
+    calls: ClassVar[list[bool]] = []
+
+    def __init__(self, **_: object) -> None:
+        self.use_simd = True
+
+    def random_raw(self, size: int) -> None:
+        type(self).calls.append(self.use_simd)
+        type(self).now += self.seconds[self.use_simd]
+
+
 @pytest.mark.parametrize("simd_seconds, expected", [(1.0, True), (3.0, False)])
-def test_the_probe_picks_the_faster_implementation(monkeypatch, simd_seconds, expected):
-    """Each implementation is timed three times, alternately; the faster best time wins
-    (the scalar one takes 2 s per timing on this fake clock)."""
-    if not _simd_available():
-        pytest.skip("this CPU has no SIMD path in randomgen")
+def test_the_probe_times_both_implementations_and_picks_the_faster(
+    monkeypatch, simd_seconds, expected
+):
+    """Three alternate timings of each implementation; the faster best time wins (the
+    scalar one takes 2 s per call on the fake clock)."""
     import types
+
+    import randomgen
 
     import dxp_plugins._random as random_module
 
-    now = [0.0]
-    phase = itertools.cycle(["simd", simd_seconds, "scalar", 2.0])
-
-    def perf_counter() -> float:
-        step = next(phase)
-        now[0] += 0.0 if isinstance(step, str) else step
-        return now[0]
-
-    monkeypatch.setattr(random_module, "time", types.SimpleNamespace(perf_counter=perf_counter))
+    monkeypatch.setattr(_TimedChaCha, "seconds", {True: simd_seconds, False: 2.0})
+    monkeypatch.setattr(_TimedChaCha, "calls", [])
+    monkeypatch.setattr(randomgen, "ChaCha", _TimedChaCha)
+    clock = types.SimpleNamespace(perf_counter=lambda: _TimedChaCha.now)
+    monkeypatch.setattr(random_module, "time", clock)
     assert random_module._simd_is_faster.__wrapped__() is expected
+    assert _TimedChaCha.calls == [True, False] * 3
+
+
+def test_the_probe_keeps_randomgens_choice_where_the_switch_is_process_wide(monkeypatch):
+    """randomgen < 2.5: one switch for every ChaCha, turned on again by each new one. The
+    probe then neither times nor switches anything (it would reach other code's generators
+    and be undone at random)."""
+    import randomgen
+
+    import dxp_plugins._random as random_module
+
+    class ProcessWide:
+        switch = True
+
+        def __init__(self, **_: object) -> None:
+            type(self).switch = True
+
+        @property
+        def use_simd(self) -> bool:
+            return type(self).switch
+
+        @use_simd.setter
+        def use_simd(self, flag: bool) -> None:
+            type(self).switch = flag
+
+        def random_raw(self, size: int) -> None:
+            raise AssertionError("timed a process-wide switch")
+
+    monkeypatch.setattr(randomgen, "ChaCha", ProcessWide)
+    assert random_module._simd_is_faster.__wrapped__() is True
+    assert ProcessWide.switch is True
 
 
 def test_warnings_name_the_users_line(glove_5k):
@@ -234,7 +286,6 @@ def test_seeded_copies_in_processes_given_one_pid_never_replay(monkeypatch):
     """PRIVACY.md 19: pids are reused (a long-running pool, maxtasksperchild). Two worker
     processes that are handed the same pid, each starting from the keying count it
     inherited, must still draw different streams; the original's stream stays the seed's."""
-    import itertools
 
     from randomgen import ChaCha
 
