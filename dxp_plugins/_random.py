@@ -98,9 +98,7 @@ def _simd_is_faster() -> bool:
     probe = ChaCha(seed=0, rounds=_CHACHA_ROUNDS)
     if not probe.use_simd:
         return False
-    probe.use_simd = False
-    ChaCha(seed=0, rounds=_CHACHA_ROUNDS)
-    if probe.use_simd:  # a process-wide switch, turned back on by the new instance
+    if not _simd_switch_is_per_generator():
         return True
     best = {True: math.inf, False: math.inf}
     for _ in range(3):
@@ -110,6 +108,20 @@ def _simd_is_faster() -> bool:
             probe.random_raw(_PROBE_WORDS)
             best[flag] = min(best[flag], time.perf_counter() - start)
     return best[True] < best[False]
+
+
+def _simd_switch_is_per_generator() -> bool:
+    """Whether turning SIMD off on one ChaCha leaves it off when another is made (randomgen
+    2.5 and later; before, one process-wide switch that every new ChaCha turns back on).
+    Call only where randomgen has SIMD (``ChaCha().use_simd`` is true)."""
+    from randomgen import ChaCha
+
+    first = ChaCha(seed=0, rounds=_CHACHA_ROUNDS)
+    first.use_simd = False
+    ChaCha(seed=0, rounds=_CHACHA_ROUNDS)
+    per_generator = not first.use_simd
+    first.use_simd = True  # a process-wide switch is left as randomgen set it
+    return per_generator
 
 
 def check_seed(seed: Any, name: str = "random_state") -> int | None:
