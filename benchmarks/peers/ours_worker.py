@@ -85,13 +85,17 @@ def hnsw_recall(mech: Any, table: Any, words: list[str]) -> dict[str, Any]:
 
 def bound_process(table: Any, epsilon: float) -> Callable[[list[str]], list[str]]:
     """numpy noise + faiss IndexFlatL2, batched: what Madlib exact costs with nothing else."""
+    from dxp_plugins._openmp import prefer_sleeping_threads
+
+    # faiss as our search configures it (neighbors._faiss): OpenMP threads that sleep when
+    # idle (set before faiss loads, whichever system builds first) and its BLAS threshold.
+    prefer_sleeping_threads()
+    import faiss
     import numpy as np
 
-    from dxp_plugins.neighbors import _faiss
+    from dxp_plugins.neighbors import BLAS_THRESHOLD
 
-    # faiss as our search configures it: its BLAS threshold for small batches, and OpenMP
-    # threads that sleep when idle (set before faiss loads, whichever system builds first).
-    faiss = _faiss()
+    faiss.cvar.distance_compute_blas_threshold = BLAS_THRESHOLD
     vectors = np.ascontiguousarray(table.vectors, dtype=np.float32)
     index = faiss.IndexFlatL2(vectors.shape[1])
     index.add(vectors)
