@@ -26,6 +26,8 @@ LABELS = {
 #: The run that times Madlib exact and the bound alternately in one process: judged in the
 #: targets, not a row of the table (its memory is both systems').
 PAIRED = "paired"
+#: Issue 7: Madlib exact reaches at least this share of the faiss-only bound's speed.
+BOUND_SHARE = 0.85
 FAMILY = {"madlib": "Madlib", "tem": "TEM", "diffractor": "1-Diffractor"}
 HEADERS = [
     "mechanism",
@@ -155,6 +157,32 @@ def _find(results: Sequence[Result], **where: Any) -> list[Result]:
     ]
 
 
+def _bound_share(
+    results: Sequence[Result], vocab: int, ours: list[Result], bound: list[Result]
+) -> tuple[str, float] | None:
+    """Our share of the bound at ``vocab`` and how to show it: the paired run's median when
+    there is one (the separate rows' ratio beside it), else the separate rows' ratio."""
+    separate = ours[0]["words_per_s"] / bound[0]["words_per_s"] if ours and bound else None
+    paired = [
+        r
+        for r in results
+        if r["system"] == PAIRED and r.get("vocab_size") == vocab and "paired_ratio" in r
+    ]
+    if not paired:
+        return None if separate is None else (f"{separate:.2f}", separate)
+    run = paired[0]
+    value = float(run["paired_ratio"])
+    text = (
+        f"{value:.2f} (median of {run['rounds']} rounds alternating both in one "
+        f"process; quartiles {run['paired_q25']:.2f} to {run['paired_q75']:.2f})"
+    )
+    if separate is not None:
+        text += f"; {separate:.2f} from the separate rows above"
+    if value >= BOUND_SHARE > run["paired_q25"]:
+        text += f"; narrowly: the lower quartile is below {BOUND_SHARE}"
+    return text, value
+
+
 def targets(results: Sequence[Result]) -> list[tuple[str, str, bool | None]]:
     """Issue 7's targets: (target, what was measured, met?) — None when not measurable."""
     checks: list[tuple[str, str, bool | None]] = []
@@ -182,32 +210,14 @@ def targets(results: Sequence[Result]) -> list[tuple[str, str, bool | None]]:
                     None,
                 )
             )
-        paired = [
-            r
-            for r in results
-            if r["system"] == PAIRED and r.get("vocab_size") == vocab and "paired_ratio" in r
-        ]
-        separate = ours[0]["words_per_s"] / bound[0]["words_per_s"] if ours and bound else None
-        if paired:
-            run = paired[0]
-            value = run["paired_ratio"]
-            text = (
-                f"{value:.2f} (median of {run['rounds']} rounds alternating both in one "
-                f"process; quartiles {run['paired_q25']:.2f} to {run['paired_q75']:.2f})"
-            )
-            if separate is not None:
-                text += f"; {separate:.2f} from the separate rows above"
-            if value >= 0.85 > run["paired_q25"]:
-                text += "; narrowly: the lower quartile is below 0.85"
-            checks.append(
-                (f"Madlib exact ≥ 0.85 of the faiss-only bound ({name})", text, value >= 0.85)
-            )
-        elif separate is not None:
+        bound_check = _bound_share(results, vocab, ours, bound)
+        if bound_check is not None:
+            text, value = bound_check
             checks.append(
                 (
-                    f"Madlib exact ≥ 0.85 of the faiss-only bound ({name})",
-                    f"{separate:.2f}",
-                    separate >= 0.85,
+                    f"Madlib exact ≥ {BOUND_SHARE} of the faiss-only bound ({name})",
+                    text,
+                    value >= BOUND_SHARE,
                 )
             )
         tem = _find(results, system="ours", mechanism="tem", vocab_size=vocab)
