@@ -200,6 +200,10 @@ class Guarantee:
             )
         return text
 
+    def __str__(self) -> str:
+        """The :attr:`statement`; ``repr`` lists the fields."""
+        return self.statement
+
     def _most_in_one(self) -> str:
         """``"; at most 39 tokens, 230.1, per document per release"`` when a merged record's
         largest release privatized fewer tokens than all of them ("" otherwise)."""

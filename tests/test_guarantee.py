@@ -439,6 +439,12 @@ def test_statements_never_round_epsilon_or_the_total_down(glove_5k):
     assert "(total 360 per unit distance)" in dxp.Madlib(glove_5k, 10.0).guarantee(36).statement
 
 
+def test_printing_a_guarantee_shows_its_statement_and_repr_its_fields(glove_5k):
+    record = dxp.Madlib(glove_5k, 2.0).guarantee(3)
+    assert str(record) == f"{record}" == record.statement
+    assert repr(record).startswith("Guarantee(mechanism='madlib', epsilon=2.0, ")
+
+
 def test_accountant_figures_are_never_rounded_down():
     """``:g`` showed a spend of 1,234,564 as 1.23456e+06 in the repr and in refusals."""
     accountant = Accountant(cap=1234564.5)

@@ -411,6 +411,12 @@ def test_the_statement_of_repeated_releases_states_what_they_give_together():
     assert one.startswith("LPLP: each of 20 documents is (1, 1)-LPLP") and "spend" not in one
 
 
+def test_printing_an_lplp_guarantee_shows_its_statement_and_repr_its_fields():
+    record = LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(20)
+    assert str(record) == f"{record}" == record.statement
+    assert repr(record).startswith("LPLPGuarantee(epsilon=1.0, claimed_epsilon=1.0, ")
+
+
 def test_lplp_statements_never_round_epsilon_down():
     import dataclasses
 

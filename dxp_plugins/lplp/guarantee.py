@@ -124,6 +124,10 @@ class LPLPGuarantee:
             )
         return text
 
+    def __str__(self) -> str:
+        """The :attr:`statement`; ``repr`` lists the fields."""
+        return self.statement
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the derived ``release_spend``, ``spend`` (the total) and
         ``statement`` included."""
