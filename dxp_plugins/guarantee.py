@@ -30,7 +30,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ._locks import fork_safe_lock
 from ._validation import is_integral, is_real
@@ -51,7 +51,8 @@ ALL_WORDS = "every word"
 #: ``"unk"`` (default): an OOV token is privatized from the table's public UNK point;
 #: ``"raise"``: OOVError; ``"passthrough"``: explicit opt-in, the token is released
 #: unchanged and counted in the guarantee. There is no "drop" (it would leak the count).
-OOV_POLICIES = ("unk", "raise", "passthrough")
+OOVPolicy = Literal["unk", "raise", "passthrough"]
+OOV_POLICIES: tuple[str, ...] = get_args(OOVPolicy)
 
 #: The randomness modes a record may state (:mod:`dxp_plugins._random`).
 RNG_MODES = ("secure", "seeded")

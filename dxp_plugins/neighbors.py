@@ -50,7 +50,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
@@ -77,7 +77,9 @@ __all__ = [
 if TYPE_CHECKING:
     from .embeddings.table import EmbeddingTable
 
-INDEX_METHODS = ("exact", "hnsw")
+#: The nearest-neighbour searches a mechanism may use.
+IndexMethod = Literal["exact", "hnsw"]
+INDEX_METHODS: tuple[str, ...] = get_args(IndexMethod)
 #: Parameters each index method accepts.
 INDEX_PARAMS: dict[str, tuple[str, ...]] = {
     "exact": (),

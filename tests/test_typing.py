@@ -40,6 +40,10 @@ reveal_type(registry.token_filters.register("long_words.v2", func=long_words))
 print("long_words" in registry.token_filters, registry.embeddings.get_entry_points())
 
 dxp.Madlibb
+dxp.Madlib("glove-6b-50d", 1.0, oov="drop", index="flat")
+TextPrivatizer(epsilon=1.0, privatize_at="predict")
+dxp.LPLPTransformer(epsilon=1.0, calibration="papers")
+dxp.TEM("glove-6b-50d", 1.0, oov="passthrough")
 dxp.estimators.TextPrivatiser
 from dxp_plugins import privatise_text
 """
@@ -93,7 +97,23 @@ def test_a_misspelt_name_is_a_type_error(mypy_output, fragment):
     assert errors and "[attr-defined]" in errors[0], errors
 
 
-@pytest.mark.parametrize("fragment", ['pos="*"', "get_entry_points()"])
+@pytest.mark.parametrize(
+    ("fragment", "argument"),
+    [
+        ('oov="drop"', "oov"),
+        ('oov="drop"', "index"),
+        ('privatize_at="predict"', "privatize_at"),
+        ('calibration="papers"', "calibration"),
+    ],
+)
+def test_a_misspelt_setting_is_a_type_error(mypy_output, fragment, argument):
+    """The string settings with a fixed set of values are ``Literal`` (refused at run time
+    too, but a type checker catches the typo before anything runs)."""
+    errors = [e for e in mypy_output.get(_line(fragment), []) if e.startswith("error:")]
+    assert any(f'Argument "{argument}"' in e and "[arg-type]" in e for e in errors), errors
+
+
+@pytest.mark.parametrize("fragment", ['pos="*"', "get_entry_points()", 'oov="passthrough"'])
 def test_documented_calls_type_check(mypy_output, fragment):
     """``pos="*"`` and a tuple of entity types are documented and accepted at run time;
     so are catalogue's registry methods."""

@@ -32,7 +32,7 @@ from ..embeddings.table import EmbeddingTable
 from ..errors import PrivacyWarning, warn
 from ..guarantee import Accountant
 from ..lplp import calibration as lplp_calibration
-from ..lplp.calibration import NoiseCalibration, lplp_unit
+from ..lplp.calibration import CalibrationMode, NoiseCalibration, lplp_unit
 from ..lplp.compression import check_counts
 from ..lplp.groupings import GroupingContext, identity_grouping, make_groups
 from ..lplp.guarantee import LPLPGuarantee
@@ -160,7 +160,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         vocab_size: int | None = None,
         weights: Any = "uniform",
         histogram_epsilon: float | None = None,
-        calibration: str = "sound",
+        calibration: CalibrationMode = "sound",
         random_state: int | None = None,
         accountant: Accountant | None = None,
     ) -> None:

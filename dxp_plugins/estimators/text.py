@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -35,11 +35,12 @@ from .._validation import check_choice, check_int, check_no_fit_params, check_te
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..embeddings.table import EmbeddingTable
 from ..errors import PrivacyWarning, warn
-from ..guarantee import Accountant, Guarantee
+from ..guarantee import Accountant, Guarantee, OOVPolicy
 from ..mechanisms.base import Mechanism
 from ..text import privatize_all
 
-PRIVATIZE_AT = ("always", "fit")
+PrivatizeAt = Literal["always", "fit"]
+PRIVATIZE_AT: tuple[str, ...] = get_args(PrivatizeAt)
 
 
 @dataclass(frozen=True)
@@ -115,13 +116,13 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         embeddings: str | EmbeddingTable = "glove-6b-50d",
         embeddings_params: dict[str, Any] | None = None,
         vocab_size: int | None = None,
-        oov: str = "unk",
+        oov: OOVPolicy = "unk",
         pos: str | Sequence[str] | None = None,
         entities: str | Sequence[str] | None = None,
         token_filter: str | None = None,
         spacy_model: str | None = None,
         random_state: int | None = None,
-        privatize_at: str = "always",
+        privatize_at: PrivatizeAt = "always",
         batch_size: int = DEFAULT_BATCH_SIZE,
         accountant: Accountant | None = None,
     ) -> None:

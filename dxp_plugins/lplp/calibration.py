@@ -20,11 +20,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from .._validation import check_choice, check_epsilon, check_int
 from .noise import check_rate
 
-CALIBRATIONS = ("sound", "paper")
+CalibrationMode = Literal["sound", "paper"]
+CALIBRATIONS: tuple[str, ...] = get_args(CalibrationMode)
 
 
 @dataclass(frozen=True)

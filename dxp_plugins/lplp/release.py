@@ -25,7 +25,7 @@ from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..guarantee import Accountant
 from . import calibration, noise
-from .calibration import CALIBRATIONS, NoiseCalibration, lplp_unit
+from .calibration import CALIBRATIONS, CalibrationMode, NoiseCalibration, lplp_unit
 from .compression import DecompressionPlan, check_counts, decompress, indicator
 from .groupings import check_partition
 from .guarantee import LPLPGuarantee
@@ -73,7 +73,7 @@ class LPLPRelease:
         epsilon: float,
         n_changes: int = 1,
         weights: Any = None,
-        calibration: str = "sound",
+        calibration: CalibrationMode = "sound",
         grouping: str | None = None,
         weights_source: str | None = None,
         histogram_epsilon: float | None = None,

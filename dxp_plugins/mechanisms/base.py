@@ -22,7 +22,7 @@ from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..errors import OOVError, PrivacyWarning, warn
-from ..guarantee import OOV_POLICIES, Accountant, Guarantee
+from ..guarantee import OOV_POLICIES, Accountant, Guarantee, OOVPolicy
 
 #: Settings a subclass may assign once (in ``__init__``) but never again.
 _SET_ONCE = frozenset({"metric"})
@@ -87,7 +87,7 @@ class Mechanism(ABC):
         embeddings: EmbeddingTable | str,
         epsilon: float,
         *,
-        oov: str = "unk",
+        oov: OOVPolicy = "unk",
         random_state: int | RandomSource | None = None,
         accountant: Accountant | None = None,
     ) -> None:

@@ -45,7 +45,7 @@ from ..embeddings.binary import (
     simhash_packed,
 )
 from ..embeddings.table import OOV_ID, EmbeddingTable
-from ..guarantee import Accountant, Guarantee
+from ..guarantee import Accountant, Guarantee, OOVPolicy
 from ..neighbors import BinaryIndex, get_binary_index, get_index
 from .base import Mechanism
 
@@ -102,7 +102,7 @@ class BRR(Mechanism):
         *,
         n_bits: int | None = None,
         codes: Any = None,
-        oov: str = "unk",
+        oov: OOVPolicy = "unk",
         random_state: int | None = None,
         accountant: Accountant | None = None,
     ) -> None:

@@ -23,8 +23,8 @@ import numpy as np
 
 from .._random import RandomSource
 from ..embeddings.table import EmbeddingTable
-from ..guarantee import Accountant
-from ..neighbors import NeighborIndex, check_index_params, get_index
+from ..guarantee import Accountant, OOVPolicy
+from ..neighbors import IndexMethod, NeighborIndex, check_index_params, get_index
 from .base import Mechanism
 
 
@@ -79,9 +79,9 @@ class Madlib(Mechanism):
         embeddings: EmbeddingTable | str,
         epsilon: float,
         *,
-        index: str = "exact",
+        index: IndexMethod = "exact",
         index_params: dict[str, Any] | None = None,
-        oov: str = "unk",
+        oov: OOVPolicy = "unk",
         random_state: int | RandomSource | None = None,
         accountant: Accountant | None = None,
     ) -> None:

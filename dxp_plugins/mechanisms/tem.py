@@ -59,7 +59,7 @@ from .._validation import check_int, check_probability, is_real
 from ..distances import Metric, MetricFunction, get_metric
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..errors import DxpWarning, warn
-from ..guarantee import Accountant
+from ..guarantee import Accountant, OOVPolicy
 from .base import Mechanism
 
 #: Theorem 4.2's failure probability used when neither ``beta`` nor ``gamma`` is given.
@@ -394,7 +394,7 @@ class TEM(Mechanism):
         metric: str | MetricFunction = "euclidean",
         constant_work: bool = False,
         cache_mb: float = DEFAULT_CACHE_MB,
-        oov: str = "unk",
+        oov: OOVPolicy = "unk",
         random_state: int | None = None,
         accountant: Accountant | None = None,
     ) -> None:
