@@ -20,6 +20,7 @@ __all__ = [
     "DxpWarning",
     "InvalidTableError",
     "OOVError",
+    "OOVWarning",
     "PluginLoadError",
     "PrivacyWarning",
     "SeededRandomnessWarning",
@@ -108,6 +109,12 @@ class PrivacyWarning(DxpWarning):
 
 class SeededRandomnessWarning(PrivacyWarning):
     """Noise comes from a seeded, reproducible generator instead of a secure one."""
+
+
+class OOVWarning(DxpWarning):
+    """Most tokens of a release were out of the embeddings' vocabulary: under
+    ``oov="unk"`` each was privatized from the one public UNK point, so the private text
+    keeps nothing of them (text in another language, or a small ``vocab_size``)."""
 
 
 #: Packages whose frames a warning skips to reach the user's line: the user calls them,

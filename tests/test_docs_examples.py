@@ -22,7 +22,7 @@ SMALLER: dict[str, dict[str, str]] = {
         "epsilons=[2, 3, 5, 7, 10], refine=3, n_samples=500)": "epsilons=[5, 10], n_samples=100)",
     },
     "front-doors.md": {
-        '"vocab_size": 100_000': '"vocab_size": 3_000',
+        '"vocab_size": 100_000': '"vocab_size": 20_000',
         "n_process=2": "n_process=1",
         "vocab_size=20_000": "vocab_size=3_000",
     },

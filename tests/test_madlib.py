@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -235,4 +237,51 @@ def test_oov_tokens_are_privatized_from_the_public_centroid():
     np.testing.assert_allclose(table.unk_vector(), [7.5, 0.0])  # the documented public point
     mech = dxp.Madlib(table, epsilon=100.0)
     assert set(mech.privatize_ids(np.full(1000, -1)).tolist()) == {1}
-    assert set(mech.privatize(["zq7canaryxx"] * 50)) == {"b"}
+    with pytest.warns(dxp.OOVWarning, match="50 of 50 tokens"):
+        assert set(mech.privatize(["zq7canaryxx"] * 50)) == {"b"}
+
+
+def _oov_words(count: int) -> list[str]:
+    return [f"zq{i}xkcanary" for i in range(count)]
+
+
+@pytest.mark.parametrize("name", ["madlib", "tem", "brr"])
+def test_a_release_mostly_out_of_vocabulary_warns_with_counts_only(glove_5k, name):
+    """Text the table cannot read (another language, a small vocab_size) comes out as words
+    drawn around the UNK point: say so, with counts and never a token (PRIVACY.md 18)."""
+    from dxp_plugins.mechanisms.base import OOV_WARN_MIN
+
+    mech = dxp.make_mechanism(name, glove_5k, epsilon=5.0)
+    known = ["the", "good", "film"] * 7
+    with pytest.warns(dxp.OOVWarning, match=r"^21 of 40 tokens of this release") as caught:
+        mech.privatize(_oov_words(21) + known[:19])
+    assert "canary" not in str(caught[0].message)
+    # Below either threshold: half (20 of 40), or fewer than OOV_WARN_MIN tokens.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.OOVWarning)
+        mech.privatize(_oov_words(20) + known[:20])
+        mech.privatize(_oov_words(OOV_WARN_MIN - 1))
+        mech.privatize_ids(np.full(100, OOV_ID))  # ids name the UNK point on purpose
+
+
+def test_only_oov_unk_warns_about_a_mostly_oov_release(glove_5k):
+    """``"raise"`` refuses the tokens and ``"passthrough"`` warned when chosen and counts
+    them as raw words in the record."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.OOVWarning)
+        with pytest.raises(dxp.OOVError):
+            dxp.Madlib(glove_5k, 5.0, oov="raise").privatize(_oov_words(30))
+        with pytest.warns(dxp.PrivacyWarning):
+            passthrough = dxp.Madlib(glove_5k, 5.0, oov="passthrough")
+        assert passthrough.privatize(_oov_words(30)) == _oov_words(30)
+
+
+def test_a_door_warns_about_text_its_table_cannot_read(glove_5k):
+    french = (
+        "Les chercheurs ont constaté que les données personnelles étaient partagées sans "
+        "consentement préalable, malgré les engagements répétés des entreprises concernées "
+        "envers leurs utilisateurs européens et les autorités nationales de contrôle."
+    )
+    madlib = dxp.Madlib(glove_5k, 5.0)
+    with pytest.warns(dxp.OOVWarning, match="not in the embeddings' vocabulary"):
+        dxp.privatize_text(french, madlib)

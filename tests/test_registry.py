@@ -144,6 +144,7 @@ def test_public_names_are_visible_to_type_checkers():
         "DxpWarning",
         "InvalidTableError",
         "OOVError",
+        "OOVWarning",
         "PluginLoadError",
         "PrivacyWarning",
         "TextTooLongError",

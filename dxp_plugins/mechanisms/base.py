@@ -21,13 +21,19 @@ from .._compat import renamed_properties
 from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
-from ..errors import OOVError, PrivacyWarning, warn
+from ..errors import OOVError, OOVWarning, PrivacyWarning, warn
 from ..guarantee import OOV_POLICIES, Accountant, Guarantee, OOVPolicy
 
 #: Settings a subclass may assign once (in ``__init__``) but never again.
 _SET_ONCE = frozenset({"metric"})
 #: The names the library's own mechanisms record (each in ``dxp_plugins.mechanisms.<name>``).
 BUILTIN_NAMES = frozenset({"madlib", "tem", "brr"})
+
+#: A release under ``oov="unk"`` warns (:class:`~dxp_plugins.OOVWarning`) when at least
+#: ``OOV_WARN_MIN`` of its tokens, and more than ``OOV_WARN_SHARE`` of them, are out of
+#: vocabulary: a few names in a sentence are expected, a text the table cannot read is not.
+OOV_WARN_MIN = 20
+OOV_WARN_SHARE = 0.5
 
 
 class Reservation:
@@ -304,6 +310,7 @@ class Mechanism(ABC):
         flat = [token for doc in docs for token in doc]
         ids, released = self._lookup(flat, lengths)
         out_ids, epsilon = self._release(ids[released], charged)
+        self._warn_if_mostly_oov(ids)
         words = self.embeddings.word_array()
         output = np.empty(len(flat), dtype=object)
         output[released] = words[out_ids]
@@ -326,6 +333,23 @@ class Mechanism(ABC):
         ]
         self.last_guarantee = Guarantee.combine(guarantees)
         return outputs, guarantees
+
+    def _warn_if_mostly_oov(self, ids: np.ndarray) -> None:
+        """An :class:`~dxp_plugins.OOVWarning` (counts only, PRIVACY.md 18) when most
+        tokens of a release under ``oov="unk"`` were out of vocabulary. ``"raise"`` refused
+        them; ``"passthrough"`` warned when it was chosen and counts them in the record."""
+        if self.oov != "unk":
+            return
+        n_oov = int(np.count_nonzero(ids == OOV_ID))
+        if n_oov >= OOV_WARN_MIN and n_oov > OOV_WARN_SHARE * len(ids):
+            warn(
+                f"{n_oov} of {len(ids)} tokens of this release are not in the embeddings' "
+                f"vocabulary ({len(self.embeddings)} words): under oov='unk' each was "
+                "privatized from the table's public UNK point, so the private text keeps "
+                "nothing of them. Is the text in the embeddings' language, and vocab_size "
+                "large enough?",
+                OOVWarning,
+            )
 
     def check_release(self, documents: Sequence[Sequence[str]]) -> int:
         """How many tokens privatizing ``documents`` would charge, raising now the
