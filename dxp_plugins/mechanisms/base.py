@@ -335,19 +335,20 @@ class Mechanism(ABC):
         return outputs, guarantees
 
     def _warn_if_mostly_oov(self, ids: np.ndarray) -> None:
-        """An :class:`~dxp_plugins.OOVWarning` (counts only, PRIVACY.md 18) when most
+        """An :class:`~dxp_plugins.OOVWarning` (no tokens, PRIVACY.md 18) when most
         tokens of a release under ``oov="unk"`` were out of vocabulary. ``"raise"`` refused
         them; ``"passthrough"`` warned when it was chosen and counts them in the record."""
         if self.oov != "unk":
             return
         n_oov = int(np.count_nonzero(ids == OOV_ID))
         if n_oov >= OOV_WARN_MIN and n_oov > OOV_WARN_SHARE * len(ids):
+            # No counts in the text: Python shows a warning once per call site and text.
             warn(
-                f"{n_oov} of {len(ids)} tokens of this release are not in the embeddings' "
-                f"vocabulary ({len(self.embeddings)} words): under oov='unk' each was "
-                "privatized from the table's public UNK point, so the private text keeps "
-                "nothing of them. Is the text in the embeddings' language, and vocab_size "
-                "large enough?",
+                f"most tokens of a release (more than half, at least {OOV_WARN_MIN}) were not "
+                f"in the embeddings' vocabulary of {len(self.embeddings)} words: under "
+                "oov='unk' each was privatized from the table's public UNK point, so the "
+                "private text keeps nothing of them. Is the text in the embeddings' "
+                "language, and vocab_size large enough?",
                 OOVWarning,
             )
 
