@@ -17,7 +17,11 @@ is 128 bits from the operating system (two processes that are handed the same pi
 the same count inherited from their parent, still differ); a deep copy or an unpickled copy
 does the same, in any process. So worker processes (``nlp.pipe(n_process=2)``), the tasks
 one worker runs (``Pool.map`` and joblib unpickle a mechanism per task) and copies never
-replay one noise stream on different documents (PRIVACY.md 11, 19); copies of a seeded
+replay one noise stream on different documents (PRIVACY.md 11, 19). A seeded source built
+while a worker re-runs the main script's top-level code (``spawn`` and ``forkserver``
+workers import it as ``__mp_main__``; forkserver is Python 3.14's default on Linux) is
+keyed like a copy: otherwise every worker would build the parent's object again and draw
+the seed's own stream on its own documents. Copies of a seeded
 source are not reproducible, within a run or across runs, and say so with a
 :class:`~dxp_plugins.errors.SeededRandomnessWarning` when they are made (unpickled or
 deep-copied) or, after a ``fork``, when they key their stream.
@@ -35,6 +39,7 @@ import functools
 import itertools
 import math
 import os
+import sys
 import time
 from typing import Any, Literal
 
@@ -152,6 +157,12 @@ class RandomSource:
             )
         self._origin_pid = os.getpid()
         self._is_copy = False
+        if self._seed is not None and _in_a_workers_rerun_of_main():
+            self._is_copy = True
+            _warn_not_reproducible(
+                "a seeded random source built while a worker process re-ran the main "
+                "script (multiprocessing spawn or forkserver)"
+            )
         self._lock = fork_safe_lock(self)
         self._pid = -1
         self._generator: np.random.Generator | None = None
@@ -231,6 +242,19 @@ class RandomSource:
 
     def __repr__(self) -> str:
         return f"RandomSource({self.mode})"
+
+
+def _in_a_workers_rerun_of_main() -> bool:
+    """Whether the caller runs inside the top-level code of the main script as a
+    multiprocessing worker re-imports it (``__mp_main__``), not in a function it defines:
+    a task function that seeds its own object for a reproducible experiment keeps the
+    seed's stream."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def _warn_not_reproducible(source: str) -> None:

@@ -382,3 +382,66 @@ def test_a_forked_seeded_source_says_it_is_not_reproducible():
         report = reader.read().decode()
     os.waitpid(pid, 0)
     assert "forked into another process" in report and _NOT_REPRODUCIBLE in report
+
+
+MAIN_SCRIPT_WORKERS = """
+import multiprocessing
+import os
+import sys
+
+import numpy as np
+
+import dxp_plugins as dxp
+
+WORDS = [f"w{i}" for i in range(300)]
+TABLE = dxp.EmbeddingTable(WORDS, np.random.default_rng(0).normal(size=(300, 8)))
+MECH = dxp.Madlib(TABLE, epsilon=2.0, random_state=7)  # top level: re-run by each worker
+
+
+def module_level_object(queue):
+    queue.put(MECH.privatize_ids(np.arange(300)).tobytes())
+
+
+def seeded_in_a_task(queue):
+    mech = dxp.Madlib(TABLE, epsilon=2.0, random_state=7)
+    queue.put(mech.privatize_ids(np.arange(300)).tobytes())
+
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context(sys.argv[1])
+    for task in (module_level_object, seeded_in_a_task):
+        queue = context.Queue()
+        workers = [context.Process(target=task, args=(queue,)) for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        draws = [queue.get(timeout=60) for _ in workers]
+        for worker in workers:
+            worker.join()
+        parent = MECH.privatize_ids(np.arange(300)).tobytes() if task is seeded_in_a_task else b""
+        print(task.__name__, draws[0] == draws[1], parent in draws)
+"""
+
+
+@pytest.mark.parametrize(
+    "start", [m for m in ("spawn", "forkserver") if m in multiprocessing.get_all_start_methods()]
+)
+def test_workers_rerunning_the_main_script_never_replay_its_seeded_stream(tmp_path, start):
+    """spawn and forkserver workers run the main script's top level again: a seeded
+    mechanism built there was an original in every worker, and each drew the seed's own
+    stream on its own documents (data-pipeline review F4; forkserver is Python 3.14's
+    default). Now keyed like a copy, with a warning; a task that seeds its own object
+    still draws the seed's stream (reproducible experiments), which is the parent's."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "main_script.py"  # a file: workers import the main module
+    script.write_text(MAIN_SCRIPT_WORKERS, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), start], capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == [
+        "module_level_object False False",
+        "seeded_in_a_task True True",
+    ]
+    assert done.stderr.count("re-ran the main script") == 4  # once in each of 4 workers
