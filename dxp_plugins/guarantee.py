@@ -34,7 +34,7 @@ from typing import Any, Literal, get_args
 
 from ._locks import fork_safe_lock
 from ._validation import is_integral, is_real
-from .errors import BudgetExceededError
+from .errors import BudgetExceededError, PrivacyWarning, warn
 
 __all__ = [
     "ALL_WORDS",
@@ -493,9 +493,11 @@ class Accountant:
     is charged to it. A pickle, and so a worker process (``n_jobs`` with processes,
     ``nlp.pipe(n_process=2)``) or a saved and loaded model, gets a copy that the original
     never hears from; so does a forked child (``nlp.pipe(n_process=2)`` forks on Linux). A
-    copy without a cap records its own releases; a copy *with* a cap refuses every charge
-    (fails closed), because each copy would otherwise enforce the cap on its own and their
-    total could exceed it.
+    copy without a cap records its own releases, and the first it records in a process
+    warns (:class:`~dxp_plugins.PrivacyWarning`) that the original's total leaves them out,
+    unless the library made the ledger as a default nobody passed in; a copy *with* a cap
+    refuses every charge (fails closed), because each copy would otherwise enforce the cap
+    on its own and their total could exceed it.
 
     Spends add up only in one unit: a Madlib ε is per unit of Euclidean distance between
     vectors, a BRR ε per flipped bit, an LPLP ε per document of L1 distance N. The first
@@ -519,6 +521,18 @@ class Accountant:
         self._releases = 0
         self._words_released_raw = 0
         self._unit: str | None = None
+        #: False for the ledger a mechanism or door makes when none is passed in: a copy of
+        #: it charged elsewhere does not warn (nobody reads that total across processes).
+        self._passed_in = True
+        self._warned_in_pid = -1
+
+    @classmethod
+    def default(cls) -> Accountant:
+        """The uncapped ledger an object makes when none is passed in (a copy of it charged
+        in another process does not warn)."""
+        ledger = cls()
+        ledger._passed_in = False
+        return ledger
 
     @property
     def cap(self) -> float | None:
@@ -579,6 +593,18 @@ class Accountant:
             self._releases += 1
             if unit is not None:
                 self._unit = unit
+            warn_copy = self._passed_in and self.is_copy and self._warned_in_pid != os.getpid()
+            if warn_copy:
+                self._warned_in_pid = os.getpid()
+        if warn_copy:
+            warn(
+                "this Accountant is a copy (pickled, or in a worker process): it records "
+                "this release, but the ledger it was copied from never sees it, so that "
+                "total leaves it out. Combine the releases' guarantees where that ledger "
+                "lives (Guarantee.combine), release in one process or with threads, or "
+                "continue a saved ledger with Accountant.resume",
+                PrivacyWarning,
+            )
 
     def _add(self, spend: float) -> None:
         """Neumaier's compensated summation step (called holding the lock)."""
@@ -611,9 +637,10 @@ class Accountant:
                 f"this Accountant (cap {number(self.cap)}) is a copy in another process or made by "
                 "pickling (a forked or spawned worker, a loaded object): its cap cannot hold "
                 "together with the original's. Release in one process (n_jobs=1, "
-                "n_process=1 or a thread backend), or give this copy an "
-                "Accountant(cap=...) of its own (a loaded estimator: set_params(accountant="
-                "...) and fit again)"
+                "n_process=1, num_proc=None or a thread backend). Workers that each carry "
+                "an Accountant(cap=...) of their own are bounded only by the sum of those "
+                "caps: split the budget between them. A loaded estimator: set_params("
+                "accountant=Accountant.resume(saved ledger)) and fit again"
             )
         if unit is not None and self.unit is not None and unit != self.unit:
             raise ValueError(
@@ -701,6 +728,7 @@ class Accountant:
             "_owner_pid": -1,
             "_words_released_raw": 0,
             "_spent_low": 0.0,
+            "_passed_in": True,
             **state,
         }
         for name in ("cap", "spent", "tokens_privatized", "releases", "unit"):
@@ -708,6 +736,7 @@ class Accountant:
                 state[f"_{name}"] = state.pop(name)
         self.__dict__.update(state)
         self._is_copy = True
+        self._warned_in_pid = -1
         self._lock = fork_safe_lock(self)
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -186,8 +187,32 @@ def test_a_pickled_copy_of_a_capped_ledger_fails_closed(glove_5k):
         worker_mech.privatize_ids(np.arange(2))
     capped.charge(4.0, 4)  # the original still charges up to its cap
     uncapped = pickle.loads(pickle.dumps(Accountant()))
-    uncapped.charge(2.0, 2)  # a copy without a cap just records its own releases
+    with pytest.warns(dxp.PrivacyWarning, match="ledger it was copied from never sees it"):
+        uncapped.charge(2.0, 2)  # a copy without a cap records its own releases, and says so
     assert uncapped.spent == 2.0
+
+
+def test_only_a_ledger_passed_in_warns_when_a_copy_records_a_release(glove_5k):
+    """A worker's copy of an uncapped ledger records releases its original never sees
+    (data-pipeline review F3: a parent ledger stayed at 0 while workers spent 42,066): say
+    so, once per copy and process; the default ledger nobody passed in stays quiet."""
+    from dxp_plugins import TextPrivatizer
+
+    quiet = [
+        pickle.loads(pickle.dumps(dxp.Madlib(glove_5k, 1.0))).privatize_ids,
+        pickle.loads(pickle.dumps(TextPrivatizer(epsilon=1.0, embeddings=glove_5k).fit([]))),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.PrivacyWarning)
+        quiet[0](np.arange(2))
+        quiet[1].transform(["the hockey team"])
+    passed = pickle.loads(pickle.dumps(dxp.Madlib(glove_5k, 1.0, accountant=Accountant())))
+    with pytest.warns(dxp.PrivacyWarning, match="never sees it, so that total leaves it out"):
+        passed.privatize_ids(np.arange(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.PrivacyWarning)
+        passed.privatize_ids(np.arange(2))  # once
+    assert passed.accountant.spent == 4.0 and not Accountant().is_copy
 
 
 def test_process_workers_cannot_spend_a_cap_several_times():
@@ -219,16 +244,18 @@ def test_a_forked_child_refuses_to_charge_a_capped_ledger():
     """fork copies the ledger without pickling (spaCy's n_process on Linux): fail closed."""
     capped, uncapped = Accountant(cap=5), Accountant()
     pid = os.fork()
-    if pid == 0:  # child
+    if pid == 0:  # child: whatever happens, it never returns into pytest
+        code = 1
         try:
-            uncapped.charge(1.0, 1)  # a copy without a cap just records
-        except dxp.BudgetExceededError:
-            os._exit(2)
-        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                uncapped.charge(1.0, 1)  # a copy without a cap records, and says so
+            code = 2 if [type(w.message) for w in caught] != [dxp.PrivacyWarning] else 4
             capped.charge(1.0, 1)
         except dxp.BudgetExceededError:
-            os._exit(3)
-        os._exit(0)
+            code = 3 if code == 4 else code
+        finally:
+            os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 3
     capped.charge(1.0, 1)  # the parent's own ledger is unaffected
@@ -283,7 +310,8 @@ def test_tables_of_different_files_under_one_name_are_different_units(glove_5k):
 def test_an_accountant_pickled_by_an_older_version_still_charges():
     old = Accountant.__new__(Accountant)
     old.__setstate__({"cap": None, "spent": 2.0, "tokens_privatized": 2, "releases": 1})
-    old.charge(1.0, 1, unit="unit of euclidean distance")
+    with pytest.warns(dxp.PrivacyWarning, match="is a copy"):  # passed in, or not: unknown
+        old.charge(1.0, 1, unit="unit of euclidean distance")
     assert old.spent == 3.0 and old.unit == "unit of euclidean distance"
 
 
@@ -490,6 +518,7 @@ def test_a_fork_while_a_lock_is_held_leaves_the_child_working():
         pid = os.fork()
         if pid == 0:  # child
             try:
+                warnings.simplefilter("ignore")  # the copy's PrivacyWarning
                 accountant.charge(1.0, 1)
                 source.generator().random()
                 os.write(write, b"ok")

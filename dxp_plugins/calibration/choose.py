@@ -189,7 +189,9 @@ def _factory(
         if random_state is not None:
             params["random_state"] = random_state
         # A fresh accountant: calibration draws public words and must not touch a budget.
-        return make_mechanism(mechanism, table, epsilon=epsilon, accountant=Accountant(), **params)
+        return make_mechanism(
+            mechanism, table, epsilon=epsilon, accountant=Accountant.default(), **params
+        )
 
     return build
 

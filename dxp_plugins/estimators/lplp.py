@@ -278,7 +278,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         calibrated = lplp_calibration.calibrate(
             self.epsilon, n_changes, n_features, n_groups, self.calibration
         )
-        accountant = self.accountant if self.accountant is not None else Accountant()
+        accountant = self.accountant if self.accountant is not None else Accountant.default()
         source = RandomSource(self.random_state)  # the noise: used only by release_
         table = self._embeddings()
         histogram: dict[str, np.ndarray] = {}

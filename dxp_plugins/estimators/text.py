@@ -160,7 +160,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         fitted.door.tagging_pipeline(fitted.spacy_model)  # loads it; refuses bad pipelines
         self.settings_ = fitted
         self.random_source_ = RandomSource(fitted.door.seed)
-        self.accountant_ = Accountant() if self.accountant is None else self.accountant
+        self.accountant_ = Accountant.default() if self.accountant is None else self.accountant
         self.mechanism_ = fitted.door.build_mechanism(self.random_source_, self.accountant_)
         self.embeddings_fingerprint_ = self.mechanism_.embeddings.fingerprint
         self.last_guarantee_: Guarantee | None = None

@@ -112,7 +112,7 @@ class LPLPRelease:
         self._random = (
             random_state if isinstance(random_state, RandomSource) else RandomSource(random_state)
         )
-        self.accountant = accountant if accountant is not None else Accountant()
+        self.accountant = accountant if accountant is not None else Accountant.default()
         self._indicator = indicator(self.groups, self.n_groups)
         #: The record of the latest :meth:`release` (None before the first).
         self.last_guarantee: LPLPGuarantee | None = None

@@ -118,7 +118,7 @@ class Mechanism(ABC):
         self._random = (
             random_state if isinstance(random_state, RandomSource) else RandomSource(random_state)
         )
-        self.accountant = accountant if accountant is not None else Accountant()
+        self.accountant = accountant if accountant is not None else Accountant.default()
         self.last_guarantee: Guarantee | None = None
 
     @classmethod

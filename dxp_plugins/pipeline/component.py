@@ -87,7 +87,7 @@ class Privatizer:
         # Not even a reference to nlp.vocab: its StringStore holds every raw word processed.
         # A weak one to nlp (never pickled) to see the components placed after this one.
         self._nlp: weakref.ref[Language] | None = weakref.ref(nlp)
-        self._accountant = Accountant()
+        self._accountant = Accountant.default()
         # Guards building and storing the mechanism and passing it a new accountant.
         self._lock = fork_safe_lock(self)
         self._mechanism: Mechanism | None = None
