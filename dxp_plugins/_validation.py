@@ -121,7 +121,17 @@ def check_text(value: Any, name: str = "text") -> str:
             raise ValueError(
                 f"{name} is not valid UTF-8 (byte offset {error.start}){hint}"
             ) from None
-    raise TypeError(f"{name} must be str, got {type(value).__name__}")
+    missing = ""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or _is_pandas_na(value):
+        missing = " (a missing value: drop it or fill it, e.g. fillna(''), first)"
+    raise TypeError(f"{name} must be str, got {type(value).__name__}{missing}")
+
+
+def _is_pandas_na(value: Any) -> bool:
+    """``pandas.NA`` or ``NaT`` (without importing pandas)."""
+    return type(value).__name__ in ("NAType", "NaTType") and type(value).__module__.startswith(
+        "pandas"
+    )
 
 
 def check_no_fit_params(estimator: object, fit_params: dict[str, Any]) -> None:

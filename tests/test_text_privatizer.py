@@ -55,8 +55,12 @@ def test_input_checks(privatizer):
     with pytest.raises(NotFittedError):
         privatizer.transform(["hockey"])
     privatizer.fit(TEXTS)
-    with pytest.raises(TypeError, match="text 1 must be str"):
+    with pytest.raises(TypeError, match=r"text 1 must be str, got int$"):
         privatizer.transform(["hockey", 3])
+    pandas = pytest.importorskip("pandas")
+    for missing in (None, float("nan"), pandas.NA):  # a DataFrame column with gaps
+        with pytest.raises(TypeError, match=r"text 1 must be str, got \w+ \(a missing value"):
+            privatizer.transform(pandas.Series(["hockey", missing], dtype=object))
     assert privatizer.transform(np.array(["hockey team"], dtype=object))[0].count(" ") == 1
     # np.array(texts) holds numpy.str_, a str subclass spaCy's tokenizer refuses as such
     assert privatizer.transform(np.array(["hockey team", "ice"]))[0].count(" ") == 1
