@@ -19,3 +19,25 @@ settings.load_profile("dxp")
 def glove_5k() -> dxp.EmbeddingTable:
     """The 5,000 most frequent GloVe 6B 50d words (real vectors, fast to search)."""
     return dxp.load_embeddings("glove-6b-50d", vocab_size=5000)
+
+
+@pytest.fixture(autouse=True)
+def _deprecations_shown_by_the_cli_fail(monkeypatch):
+    """dxp's main() shows every warning to its users (simplefilter("default")), which also
+    overrides pyproject's filterwarnings = error for in-process CLI tests: a dependency's
+    DeprecationWarning on a CLI path would be printed, never fail CI. Fail on it here."""
+    from dxp_plugins.cli import process
+
+    seen: list[str] = []
+    show = process._WarningPrinter.__call__
+
+    def call(self, message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DeprecationWarning | PendingDeprecationWarning | FutureWarning):
+            seen.append(f"{category.__name__} at {filename}:{lineno}: {message}")
+        return show(self, message, category, filename, lineno, file, line)
+
+    monkeypatch.setattr(process._WarningPrinter, "__call__", call)
+    # the printer names the frame that warned, skipping warnings' frames: skip this one too
+    monkeypatch.setattr(process, "_WARNINGS_MODULES", process._WARNINGS_MODULES | {__name__})
+    yield
+    assert not seen, "deprecations shown by the CLI: " + "; ".join(seen)
