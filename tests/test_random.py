@@ -231,7 +231,7 @@ def _child_draws(source: RandomSource) -> np.ndarray:
 @pytest.mark.parametrize("seed", [None, 11])
 def test_forked_children_never_replay_the_parent_stream(seed):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
         source = RandomSource(seed)
     source.generator()  # parent generator exists before the fork
     child_one = _child_draws(source)
@@ -243,7 +243,7 @@ def test_forked_children_never_replay_the_parent_stream(seed):
 
 def test_seeded_source_replays_only_in_its_own_process():
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
         a, b = RandomSource(5), RandomSource(5)
     np.testing.assert_array_equal(a.generator().random(4), b.generator().random(4))
 
@@ -253,7 +253,7 @@ def test_copies_never_share_a_generator_or_replay_a_stream(seed):
     import copy
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
         source = RandomSource(seed)
     first = source.generator().random(4)
     blob = pickle.dumps(source)
@@ -272,7 +272,7 @@ def test_tasks_in_one_worker_never_replay_a_seeded_stream():
     """Pool.map and joblib unpickle the mechanism once per task: two tasks in one worker
     must not draw the same noise for different documents (PRIVACY.md 11, 19)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
         blob = pickle.dumps(RandomSource(7))
     with multiprocessing.get_context("fork").Pool(1) as pool:
         draws = pool.map(_worker_draws, [blob] * 4, chunksize=1)
@@ -289,7 +289,7 @@ def test_seeded_copies_in_processes_given_one_pid_never_replay(monkeypatch):
     import dxp_plugins._random as random_module
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
         source, original = RandomSource(5), RandomSource(5)
     blob = pickle.dumps(source)
     monkeypatch.setattr(random_module.os, "getpid", lambda: 4242)  # one pid, handed out twice
@@ -324,7 +324,7 @@ def test_independent_streams_are_reproducible_distinct_and_not_the_noise_stream(
     release noise draws) and R7 (a secure source's independent() hands out its own noise
     generator). independent() had no direct test."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
         source, twin = RandomSource(5), RandomSource(5)
     side = source.independent(1).random(8)
     np.testing.assert_array_equal(side, twin.independent(1).random(8))  # reproducible
@@ -351,7 +351,7 @@ def test_a_seeded_copy_says_it_is_not_reproducible(make_copy):
     """Open work 9 (spaCy review U3): a copy's stream is the seed's plus fresh OS bits, so a
     seeded n_process / joblib run is not reproducible although records say "seeded"."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
         seeded, secure = RandomSource(3), RandomSource()
     with pytest.warns(SeededRandomnessWarning, match=_NOT_REPRODUCIBLE) as caught:
         make_copy(seeded).generator()
@@ -364,7 +364,7 @@ def test_a_seeded_copy_says_it_is_not_reproducible(make_copy):
 
 def test_a_forked_seeded_source_says_it_is_not_reproducible():
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
         source = RandomSource(4)
     source.generator()
     read, write = os.pipe()
