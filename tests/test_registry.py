@@ -529,6 +529,42 @@ def test_a_malformed_entry_points_file_is_named_as_the_environment(tmp_path):
     assert "quote the input" not in done.stderr
 
 
+def test_a_dependency_failing_to_import_is_not_blamed_on_the_input(tmp_path):
+    """Pre-release review F4: spaCy 4.0.dev beside numpy 2 raised ValueError when imported,
+    and the CLI said 'sample.txt, lines 1-3: unexpected ValueError (details withheld: they
+    may quote the input)'."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "spacy").mkdir()
+    (tmp_path / "spacy" / "__init__.py").write_text("raise ValueError('dtype size changed')\n")
+    (tmp_path / "in.txt").write_text("the hockey team\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dxp_plugins",
+            "privatize",
+            "in.txt",
+            "-e",
+            "5",
+            "--vocab-size",
+            "3000",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(
+        "dxp: error: unexpected ValueError while importing a dependency"
+    ), done.stderr
+    assert "in.txt" not in done.stderr and "dtype" not in done.stderr
+
+
 def test_an_error_in_an_entry_points_module_is_not_blamed_on_the_metadata(tmp_path, monkeypatch):
     """Portability review F2: a module that failed while an entry point imported it (on
     Windows, neighbors.py's register_at_fork) was reported as a malformed installation, with

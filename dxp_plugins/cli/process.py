@@ -112,6 +112,13 @@ def _unexpected(error: BaseException, place: str | None, note: str = "") -> int:
             "distribution malformed? `python -m pip check` and reinstalling it may help)\n"
         )
         return 1
+    if _while_importing_a_dependency(error):
+        _say(
+            f"{PROG}: error: unexpected {type(error).__name__} while importing a dependency "
+            "(a broken or mismatched installation? `python -m pip check` names conflicts; "
+            "details withheld)\n"
+        )
+        return 1
     where = f"{place}: " if place else ""
     _say(
         f"{PROG}: error: {where}unexpected {type(error).__name__} "
@@ -137,6 +144,23 @@ def _in_package_metadata(error: BaseException) -> bool:
     return reading
 
 
+def _while_importing_a_dependency(error: BaseException) -> bool:
+    """Whether ``error`` passed through the top-level code of a module outside
+    dxp_plugins: it was raised while that module was imported (spaCy 4.0.dev beside numpy
+    2 raised ValueError there, reported at the input lines; pre-release review F4)."""
+    frame = error.__traceback__
+    while frame is not None:
+        code = frame.tb_frame.f_code
+        if code.co_name == "<module>" and not _in_package(code.co_filename):
+            return True
+        frame = frame.tb_next
+    return False
+
+
+def _in_package(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(_PACKAGE_DIR)
+
+
 def _raised_by_this_library(error: BaseException) -> bool:
     """Whether ``error`` was raised in dxp_plugins' own code, whose messages never quote
     input; a token filter, loader or third-party library may put input in its message."""
@@ -145,7 +169,7 @@ def _raised_by_this_library(error: BaseException) -> bool:
         frame = frame.tb_next
     if frame is None:
         return False
-    return Path(frame.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR)
+    return _in_package(frame.tb_frame.f_code.co_filename)
 
 
 def _hold_closed_descriptors() -> None:
