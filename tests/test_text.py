@@ -600,3 +600,22 @@ def test_only_two_code_points_compose_onto_the_allow_list():
         dxp.Madlib(dxp.load_embeddings("glove-6b-50d", vocab_size=2000), epsilon=300.0),
     )
     assert result.guarantee.tokens_passed_through == 1 and ";" in result.text
+
+
+def test_a_batch_closes_at_its_character_budget_in_every_door(glove_5k, monkeypatch):
+    """Memory review (21st session) F1: batches closed at batch_size documents only, and
+    1,000 documents of 100 KB peaked at 2.7 GiB in one mechanism call. Each door closes a
+    batch at BATCH_CHARS characters too, the same way (seeded draws depend on batches)."""
+    import spacy
+
+    import dxp_plugins.text as text_module
+
+    monkeypatch.setattr(text_module, "BATCH_CHARS", 50)
+    texts = ["the hockey team won the cup"] * 7  # 27 characters: two per batch
+    mechanism = dxp.Madlib(glove_5k, 5.0)
+    assert len(list(dxp.privatize_texts(texts, mechanism))) == 7
+    assert mechanism.accountant.releases == 4
+    nlp = spacy.blank("en")
+    component = nlp.add_pipe("dxp_privatizer", config={"epsilon": 5.0, "vocab_size": 5000})
+    assert len(list(nlp.pipe(texts))) == 7
+    assert component.accountant.releases == 4

@@ -49,6 +49,7 @@ from ..errors import DxpWarning, OOVError, warn
 from ..guarantee import Accountant
 from ..text import (
     TokenizedText,
+    batch_is_full,
     detokenize,
     private_spaces,
     privatize_tokenized,
@@ -251,8 +252,7 @@ class Privatizer:
         before any noise is drawn or any spend charged.
         """
         error_handler = self.get_error_handler()
-        for batch in util.minibatch(stream, size=batch_size):
-            docs = list(batch)
+        for docs in _batches(stream, batch_size):
             try:
                 processed = self._privatize(docs, in_batch=True)
             except Exception as error:
@@ -557,6 +557,20 @@ class Privatizer:
             shown.append(f"selection={settings.selection_label()!r}")
         shown += [f"mode={self.mode!r}", f"rng={self._random.mode!r}"]
         return f"Privatizer({', '.join(shown)})"
+
+
+def _batches(stream: Iterable[Doc], batch_size: int) -> Iterator[list[Doc]]:
+    """``stream`` in batches closed as every door closes them (:func:`batch_is_full`)."""
+    batch: list[Doc] = []
+    chars = 0
+    for doc in stream:
+        batch.append(doc)
+        chars += len(doc.text)
+        if batch_is_full(len(batch), chars, batch_size):
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
 
 
 def _without_file_locations(
