@@ -139,6 +139,9 @@ def test_embeddings_load_lazily_and_initialize_loads_them():
     nlp.initialize()
     assert isinstance(privatizer._mechanism, dxp.Madlib)
     assert len(privatizer.mechanism.embeddings) == 2000
+    # and the search index, so that forked nlp.pipe(n_process=N) workers share it (memory
+    # review F2: each worker built its own, 118 MiB at 400k)
+    assert any(key[0] == "neighbor-index" for key in privatizer.mechanism.embeddings.cache)
 
 
 def test_analyze_pipes_reports_what_the_component_assigns():

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import srsly
 from spacy import util
 from spacy.tokens import Doc, Token
@@ -234,10 +235,12 @@ class Privatizer:
     ) -> None:
         """Check the entity types against the whole pipeline (an entity recognizer may
         have been added after this component), load the embeddings and build the
-        mechanism now (otherwise on first use)."""
+        mechanism and its search index now (otherwise on first use): before
+        ``nlp.pipe(..., n_process=N)``, forked workers then share them instead of each
+        loading its own."""
         if nlp is not None:
             self.settings.check_entities(nlp)
-        self.mechanism  # noqa: B018 -- the property builds and caches it
+        self.mechanism._prepare_release(np.empty(0, dtype=np.int64))  # builds the indexes
 
     # -- processing ----------------------------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
