@@ -29,6 +29,7 @@ import functools
 import inspect
 import json
 import os
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -574,9 +575,25 @@ def _load_shared(name: str, params_json: str, stamps: tuple[Any, ...]) -> Embedd
         return _load_cached(name, params_json, stamps)
 
 
-@functools.lru_cache(maxsize=4)
+#: The doors' tables by setting, while any door or mechanism uses one, and the latest one
+#: (kept for the next clone in a grid search). An ``lru_cache`` of four kept four 400k
+#: tables and their indexes for the life of the process: 670 MiB after a grid over
+#: ``vocab_size`` with every estimator deleted (memory review, twenty-first session).
+_LIVE_TABLES: weakref.WeakValueDictionary[tuple[Any, ...], EmbeddingTable] = (
+    weakref.WeakValueDictionary()
+)
+_LATEST_TABLE: list[EmbeddingTable] = []
+
+
 def _load_cached(name: str, params_json: str, stamps: tuple[Any, ...]) -> EmbeddingTable:
-    return _load(name, stamps[0], json.loads(params_json))  # stamps[0]: the loader
+    """Called holding the setting's lock (:func:`_load_shared`)."""
+    key = (name, params_json, stamps)
+    table = _LIVE_TABLES.get(key)
+    if table is None:
+        table = _load(name, stamps[0], json.loads(params_json))  # stamps[0]: the loader
+        _LIVE_TABLES[key] = table
+    _LATEST_TABLE[:] = [table]
+    return table
 
 
 #: Entries of a directory argument stamped (a plugin's data folder), in name order.

@@ -157,6 +157,26 @@ def test_embeddings_of_the_same_settings_are_shared():
     assert len(first) == 2000
 
 
+def test_a_door_table_nothing_uses_is_freed_but_the_latest():
+    """Memory review F4: an lru_cache of four kept four tables and their indexes for the
+    life of the process after every estimator using them was gone."""
+    import gc
+    import weakref
+
+    from dxp_plugins import doors
+
+    tables = [doors.load_embeddings_setting("glove-6b-50d", {}, size) for size in (1231, 1232)]
+    in_use = doors.load_embeddings_setting("glove-6b-50d", {}, 1233)
+    refs = [weakref.ref(table) for table in tables]
+    assert doors.load_embeddings_setting("glove-6b-50d", {}, 1231) is tables[0]  # shared
+    latest = doors.load_embeddings_setting("glove-6b-50d", {}, 1234)
+    del tables, latest
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]  # used by nothing: freed
+    assert doors.load_embeddings_setting("glove-6b-50d", {}, 1233) is in_use  # in use: kept
+    assert len(doors._LATEST_TABLE[0]) == 1233
+
+
 def test_any_registered_mechanism_builds_with_its_options(monkeypatch, glove_5k):
     register(monkeypatch, "mechanisms", "k-rr-test", KaryRandomizedResponse)
     settings = DoorSettings.create(

@@ -300,7 +300,7 @@ def test_the_load_locks_do_not_keep_old_loaders_alive(monkeypatch):
     # not monkeypatch: it would keep the replaced loader to restore it
     catalogue.REGISTRY[("dxp_plugins", "embeddings", "locks-test.v1")] = lambda: _ranked("wxyz")
     del old
-    doors._load_cached.cache_clear()  # the LRU may keep it (bounded): the locks must not
+    doors._LATEST_TABLE.clear()  # the latest table may keep it (one): the locks must not
     gc.collect()
     assert gone() is None
 
