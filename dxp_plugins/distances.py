@@ -131,12 +131,19 @@ class Metric:
         return values
 
     def exact_to_table(self, point: np.ndarray, table: EmbeddingTable) -> np.ndarray:
-        """Direct float64 distances from one point to every row."""
+        """Direct float64 distances from one point to every row. Converts slab by slab
+        unless a float64 copy of the table is cached already: making one here kept 153 MiB
+        at 400k words for ~3 ms per call (memory review, twenty-first session)."""
         point = np.asarray(point, dtype=np.float64)
         out = np.empty(len(table), dtype=np.float64)
+        cached: np.ndarray | None = table.cache.get("vectors-f64")
         for start in range(0, len(table), SLAB_ROWS):
             stop = min(start + SLAB_ROWS, len(table))
-            slab = float64_rows(table, start, stop)
+            slab = (
+                cached[start:stop]
+                if cached is not None
+                else table.vectors[start:stop].astype(np.float64)
+            )
             out[start:stop] = self.pairs(np.broadcast_to(point, slab.shape), slab)
         return out
 
@@ -249,9 +256,11 @@ class Angular(Metric):
     diameter = math.pi
 
     def check_points(self, points: np.ndarray, what: str) -> None:
-        norms = np.linalg.norm(np.asarray(points, dtype=np.float64), axis=1)
-        if not np.all(norms > 0):
-            raise ValueError(f"the angular metric is undefined for zero vectors ({what})")
+        points = np.atleast_2d(np.asarray(points))
+        for start in range(0, len(points), SLAB_ROWS):  # no float64 copy of a whole table
+            slab = points[start : start + SLAB_ROWS].astype(np.float64)
+            if not np.all(np.linalg.norm(slab, axis=1) > 0):
+                raise ValueError(f"the angular metric is undefined for zero vectors ({what})")
 
     def fast_block(
         self, queries: np.ndarray, table: EmbeddingTable, out: np.ndarray | None = None

@@ -586,3 +586,16 @@ def test_precompute_reads_epsilon_once(plane):
     assert len(keys) == 2
     for key in keys:
         assert key[2] == mech._gamma_at(key[3])
+
+
+def test_an_exact_distribution_keeps_no_float64_copy_of_the_table():
+    """Memory review F6: ``distribution()`` cached a float64 copy of the whole table (153 MiB
+    at 400k words) to save ~3 ms per call; it converts slab by slab unless one is cached,
+    and both paths give the same law."""
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=3001)  # its own cache
+    tem = dxp.TEM(table, epsilon=2.0)
+    law = tem.distribution("good")
+    assert "vectors-f64" not in table.cache
+    other = dxp.load_embeddings("glove-6b-50d", vocab_size=3001)  # a fresh cache
+    other.cache["vectors-f64"] = other.vectors.astype(np.float64)
+    np.testing.assert_array_equal(dxp.TEM(other, epsilon=2.0).distribution("good"), law)
