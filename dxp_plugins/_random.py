@@ -20,8 +20,9 @@ one worker runs (``Pool.map`` and joblib unpickle a mechanism per task) and copi
 replay one noise stream on different documents (PRIVACY.md 11, 19). A seeded source built
 while a worker re-runs the main script's top-level code (``spawn`` and ``forkserver``
 workers import it as ``__mp_main__``; forkserver is Python 3.14's default on Linux) is
-keyed like a copy: otherwise every worker would build the parent's object again and draw
-the seed's own stream on its own documents. Copies of a seeded
+keyed like a copy, and so is one built by a module a ``multiprocessing`` worker imports
+(loky, a lazy import in a task): otherwise every worker would build the same object again
+and draw the seed's own stream on its own documents. Copies of a seeded
 source are not reproducible, within a run or across runs, and say so with a
 :class:`~dxp_plugins.errors.SeededRandomnessWarning` when they are made (unpickled or
 deep-copied) or, after a ``fork``, when they key their stream.
@@ -157,11 +158,12 @@ class RandomSource:
             )
         self._origin_pid = os.getpid()
         self._is_copy = False
-        if self._seed is not None and _in_a_workers_rerun_of_main():
+        if self._seed is not None and _built_by_module_code_in_a_worker():
             self._is_copy = True
             _warn_not_reproducible(
-                "a seeded random source built while a worker process re-ran the main "
-                "script (multiprocessing spawn or forkserver)"
+                "a seeded random source built by module-level code in a worker process "
+                "(the main script re-run by a spawn or forkserver worker, or a module a "
+                "worker imported)"
             )
         self._lock = fork_safe_lock(self)
         self._pid = -1
@@ -244,17 +246,37 @@ class RandomSource:
         return f"RandomSource({self.mode})"
 
 
-def _in_a_workers_rerun_of_main() -> bool:
-    """Whether the caller runs inside the top-level code of the main script as a
-    multiprocessing worker re-imports it (``__mp_main__``), not in a function it defines:
-    a task function that seeds its own object for a reproducible experiment keeps the
-    seed's stream."""
+def _built_by_module_code_in_a_worker() -> bool:
+    """Whether the caller runs under the top-level code of the main script re-run by a
+    worker (``__mp_main__``) or, in a multiprocessing worker, of any module it imports:
+    every worker runs that code again, so an object it builds would be built alike in
+    each. Not a task function that seeds its own object for a reproducible experiment
+    (it keeps the seed's stream), nor the process's own ``__main__``."""
     frame = sys._getframe(1)
+    worker: bool | None = None
     while frame is not None:
-        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
-            return True
+        if frame.f_code.co_name == "<module>":
+            name = frame.f_globals.get("__name__")
+            if name == "__mp_main__":
+                return True
+            if name != "__main__":
+                if worker is None:
+                    worker = _in_a_multiprocessing_worker()
+                if worker:
+                    return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+def _in_a_multiprocessing_worker() -> bool:
+    """A process started by ``multiprocessing`` (Pool, Process, loky), also while a
+    spawned one is still preparing (``_inheriting``)."""
+    import multiprocessing
+
+    current = multiprocessing.current_process()
+    return multiprocessing.parent_process() is not None or bool(
+        getattr(current, "_inheriting", False)
+    )
 
 
 def _warn_not_reproducible(source: str) -> None:

@@ -402,6 +402,12 @@ def module_level_object(queue):
     queue.put(MECH.privatize_ids(np.arange(300)).tobytes())
 
 
+def imported_module_object(queue):
+    import seeded_module  # builds a seeded mechanism at its top level, in each worker
+
+    queue.put(seeded_module.MECH.privatize_ids(np.arange(300)).tobytes())
+
+
 def seeded_in_a_task(queue):
     mech = dxp.Madlib(TABLE, epsilon=2.0, random_state=7)
     queue.put(mech.privatize_ids(np.arange(300)).tobytes())
@@ -409,7 +415,7 @@ def seeded_in_a_task(queue):
 
 if __name__ == "__main__":
     context = multiprocessing.get_context(sys.argv[1])
-    for task in (module_level_object, seeded_in_a_task):
+    for task in (module_level_object, imported_module_object, seeded_in_a_task):
         queue = context.Queue()
         workers = [context.Process(target=task, args=(queue,)) for _ in range(2)]
         for worker in workers:
@@ -423,25 +429,32 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize(
-    "start", [m for m in ("spawn", "forkserver") if m in multiprocessing.get_all_start_methods()]
+    "start",
+    [m for m in ("spawn", "forkserver", "fork") if m in multiprocessing.get_all_start_methods()],
 )
-def test_workers_rerunning_the_main_script_never_replay_its_seeded_stream(tmp_path, start):
-    """spawn and forkserver workers run the main script's top level again: a seeded
-    mechanism built there was an original in every worker, and each drew the seed's own
-    stream on its own documents (data-pipeline review F4; forkserver is Python 3.14's
-    default). Now keyed like a copy, with a warning; a task that seeds its own object
-    still draws the seed's stream (reproducible experiments), which is the parent's."""
+def test_workers_rerunning_module_code_never_replay_its_seeded_stream(tmp_path, start):
+    """spawn and forkserver workers run the main script's top level again, and every
+    worker runs the top level of a module it imports: a seeded mechanism built there was
+    an original in every worker, and each drew the seed's own stream on its own documents
+    (data-pipeline review F4, diff review D2; forkserver is Python 3.14's default). Now
+    keyed like a copy, with a warning; a task that seeds its own object still draws the
+    seed's stream (reproducible experiments), which is the parent's."""
     import subprocess
     import sys
 
     script = tmp_path / "main_script.py"  # a file: workers import the main module
     script.write_text(MAIN_SCRIPT_WORKERS, encoding="utf-8")
+    module = MAIN_SCRIPT_WORKERS.split("\n\n\ndef ")[0]  # imports, table and MECH
+    (tmp_path / "seeded_module.py").write_text(module, encoding="utf-8")
     done = subprocess.run(
         [sys.executable, str(script), start], capture_output=True, text=True, timeout=180
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split("\n")[:2] == [
+    assert done.stdout.split("\n")[:3] == [
         "module_level_object False False",
+        "imported_module_object False False",
         "seeded_in_a_task True True",
     ]
-    assert done.stderr.count("re-ran the main script") == 4  # once in each of 4 workers
+    # once per object built by module code in a worker: spawn and forkserver rebuild MECH
+    # in all 6 workers and seeded_module's in 2; fork only seeded_module's
+    assert done.stderr.count("module-level code in a worker") == (2 if start == "fork" else 8)
