@@ -197,15 +197,18 @@ def test_only_a_ledger_passed_in_warns_when_a_copy_records_a_release(glove_5k):
     (data-pipeline review F3: a parent ledger stayed at 0 while workers spent 42,066): say
     so, once per copy and process; the default ledger nobody passed in stays quiet."""
     from dxp_plugins import TextPrivatizer
+    from dxp_plugins.lplp.release import LPLPRelease
 
     quiet = [
         pickle.loads(pickle.dumps(dxp.Madlib(glove_5k, 1.0))).privatize_ids,
         pickle.loads(pickle.dumps(TextPrivatizer(epsilon=1.0, embeddings=glove_5k).fit([]))),
+        pickle.loads(pickle.dumps(LPLPRelease(np.arange(4), epsilon=1.0))),
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("error", dxp.PrivacyWarning)
         quiet[0](np.arange(2))
         quiet[1].transform(["the hockey team"])
+        quiet[2].release(np.ones((2, 4), dtype=int))
     passed = pickle.loads(pickle.dumps(dxp.Madlib(glove_5k, 1.0, accountant=Accountant())))
     with pytest.warns(dxp.PrivacyWarning, match="never sees it, so that total leaves it out"):
         passed.privatize_ids(np.arange(2))

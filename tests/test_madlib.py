@@ -257,12 +257,18 @@ def test_a_release_mostly_out_of_vocabulary_warns_with_counts_only(glove_5k, nam
     with pytest.warns(dxp.OOVWarning, match=r"^most tokens of a release") as caught:
         mech.privatize(_oov_words(21) + known[:19])
     assert "canary" not in str(caught[0].message)
-    # Below either threshold: half (20 of 40), or fewer than OOV_WARN_MIN tokens.
+    assert OOV_WARN_MIN == 20  # the documented figure (README, front-doors.md)
+    with pytest.warns(dxp.OOVWarning):
+        mech.privatize(_oov_words(20))  # at the minimum, all of them
+    # Below either threshold: half (20 of 40), or fewer than 20 tokens.
     with warnings.catch_warnings():
         warnings.simplefilter("error", dxp.OOVWarning)
         mech.privatize(_oov_words(20) + known[:20])
-        mech.privatize(_oov_words(OOV_WARN_MIN - 1))
+        mech.privatize(_oov_words(19))
         mech.privatize_ids(np.full(100, OOV_ID))  # ids name the UNK point on purpose
+        capped = dxp.make_mechanism(name, glove_5k, epsilon=5.0, accountant=dxp.Accountant(0))
+        with pytest.raises(dxp.BudgetExceededError):  # refused: nothing released, no warning
+            capped.privatize(_oov_words(30))
 
 
 def test_a_loop_over_unreadable_texts_warns_once(glove_5k):

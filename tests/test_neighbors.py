@@ -435,7 +435,11 @@ def test_a_forked_child_does_not_wait_for_a_build_lock_its_parent_held(glove_5k)
     started.wait(10)
     pid = os.fork()
     if pid == 0:  # the child: the builder thread does not exist here
-        os._exit(0 if _build_once(cache, "k", lambda: "child") == "child" else 1)
+        code = 1
+        try:
+            code = 0 if _build_once(cache, "k", lambda: "child") == "child" else 1
+        finally:
+            os._exit(code)
     release.set()
     builder.join()
     import signal

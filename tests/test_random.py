@@ -215,10 +215,12 @@ def test_mechanism_pickle_carries_no_generator(glove_5k):
 def _child_draws(source: RandomSource) -> np.ndarray:
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # child
-        os.close(read)
-        os.write(write, source.generator().random(4).tobytes())
-        os._exit(0)
+    if pid == 0:  # child: whatever happens, it never returns into pytest
+        try:
+            os.close(read)
+            os.write(write, source.generator().random(4).tobytes())
+        finally:
+            os._exit(0)
     os.close(write)
     data = b""
     while len(data) < 32:
@@ -369,14 +371,16 @@ def test_a_forked_seeded_source_says_it_is_not_reproducible():
     source.generator()
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # child: report what its first draw warned
-        os.close(read)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            source.generator()
-        messages = " | ".join(str(w.message) for w in caught)
-        os.write(write, messages.encode()[:4000])
-        os._exit(0)
+    if pid == 0:  # child: report what its first draw warned; never returns into pytest
+        try:
+            os.close(read)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                source.generator()
+            messages = " | ".join(str(w.message) for w in caught)
+            os.write(write, messages.encode()[:4000])
+        finally:
+            os._exit(0)
     os.close(write)
     with os.fdopen(read, "rb") as reader:
         report = reader.read().decode()
