@@ -27,6 +27,7 @@ import dataclasses
 import math
 import operator
 import os
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -474,6 +475,10 @@ def merged(
     )
 
 
+#: (process id, ledger id) of the ledgers whose copies warned in this process.
+_WARNED_COPIES: set[tuple[int, str]] = set()
+
+
 class Accountant:
     """Sums spend across releases; with ``cap`` set, refuses releases that would exceed it.
 
@@ -524,7 +529,9 @@ class Accountant:
         #: False for the ledger a mechanism or door makes when none is passed in: a copy of
         #: it charged elsewhere does not warn (nobody reads that total across processes).
         self._passed_in = True
-        self._warned_in_pid = -1
+        #: Names the ledger in its copies: a process warns once per ledger, however many
+        #: copies it unpickles (scikit-learn's n_jobs unpickles one per fit).
+        self._ledger_id = secrets.token_hex(8)
 
     @classmethod
     def default(cls) -> Accountant:
@@ -593,9 +600,10 @@ class Accountant:
             self._releases += 1
             if unit is not None:
                 self._unit = unit
-            warn_copy = self._passed_in and self.is_copy and self._warned_in_pid != os.getpid()
+            seen = (os.getpid(), self._ledger_id)
+            warn_copy = self._passed_in and self.is_copy and seen not in _WARNED_COPIES
             if warn_copy:
-                self._warned_in_pid = os.getpid()
+                _WARNED_COPIES.add(seen)
         if warn_copy:
             warn(
                 "this Accountant is a copy (pickled, or in a worker process): it records "
@@ -729,6 +737,7 @@ class Accountant:
             "_words_released_raw": 0,
             "_spent_low": 0.0,
             "_passed_in": True,
+            "_ledger_id": secrets.token_hex(8),
             **state,
         }
         for name in ("cap", "spent", "tokens_privatized", "releases", "unit"):
@@ -736,7 +745,6 @@ class Accountant:
                 state[f"_{name}"] = state.pop(name)
         self.__dict__.update(state)
         self._is_copy = True
-        self._warned_in_pid = -1
         self._lock = fork_safe_lock(self)
 
     def __repr__(self) -> str:

@@ -209,12 +209,15 @@ def test_only_a_ledger_passed_in_warns_when_a_copy_records_a_release(glove_5k):
         quiet[0](np.arange(2))
         quiet[1].transform(["the hockey team"])
         quiet[2].release(np.ones((2, 4), dtype=int))
-    passed = pickle.loads(pickle.dumps(dxp.Madlib(glove_5k, 1.0, accountant=Accountant())))
+    blob = pickle.dumps(dxp.Madlib(glove_5k, 1.0, accountant=Accountant()))
+    passed = pickle.loads(blob)
     with pytest.warns(dxp.PrivacyWarning, match="never sees it, so that total leaves it out"):
         passed.privatize_ids(np.arange(2))
     with warnings.catch_warnings():
         warnings.simplefilter("error", dxp.PrivacyWarning)
         passed.privatize_ids(np.arange(2))  # once
+        # once per ledger and process, not per copy: n_jobs unpickles one per fit (D4)
+        pickle.loads(blob).privatize_ids(np.arange(2))
     assert passed.accountant.spent == 4.0 and not Accountant().is_copy
 
 
