@@ -122,9 +122,15 @@ def check_text(value: Any, name: str = "text") -> str:
                 f"{name} is not valid UTF-8 (byte offset {error.start}){hint}"
             ) from None
     missing = ""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or _is_pandas_na(value):
+    nan = isinstance(value, float | np.floating) and math.isnan(value)
+    if value is None or nan or _is_pandas_na(value) or _is_nat(value):
         missing = " (a missing value: drop it or fill it, e.g. fillna(''), first)"
     raise TypeError(f"{name} must be str, got {type(value).__name__}{missing}")
+
+
+def _is_nat(value: Any) -> bool:
+    """numpy's not-a-time (``np.datetime64("NaT")``, ``np.timedelta64("NaT")``)."""
+    return isinstance(value, np.datetime64 | np.timedelta64) and bool(np.isnat(value))
 
 
 def _is_pandas_na(value: Any) -> bool:

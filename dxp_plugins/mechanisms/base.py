@@ -348,7 +348,7 @@ class Mechanism(ABC):
                 f"in the embeddings' vocabulary of {len(self.embeddings)} words: under "
                 "oov='unk' each was privatized from the table's public UNK point, so the "
                 "private text keeps nothing of them. Is the text in the embeddings' "
-                "language, and vocab_size large enough?",
+                "language and vocab_size large enough, or is the selection mostly names?",
                 OOVWarning,
             )
 
