@@ -43,6 +43,7 @@ __all__ = [
     "RNG_MODES",
     "Accountant",
     "Guarantee",
+    "OOVPolicy",
 ]
 
 #: ``Guarantee.selection`` when every word is privatized (the default text path: only

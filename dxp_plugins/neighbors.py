@@ -65,6 +65,7 @@ __all__ = [
     "INDEX_PARAMS",
     "BinaryIndex",
     "HNSWIndex",
+    "IndexMethod",
     "NeighborIndex",
     "TieGroups",
     "exact_search",
