@@ -15,7 +15,7 @@ import itertools
 
 import pytest
 import spacy
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import dxp_plugins as dxp
@@ -104,6 +104,7 @@ def _spaces_inserted(short: str, long: str) -> int | None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(text=texts)
+@example(text="®\xad®")  # two words glued once the soft hyphen between them is dropped
 def test_text_path_invariants(door, text):
     release, mech = door
     out, guarantee = release(text)
@@ -116,9 +117,16 @@ def test_text_path_invariants(door, text):
     assert not leaked, (text, out)
 
     tokens = tokenize(text)
+    # Selected words with no whitespace between them, once invisible tokens (dropped from
+    # the output) are left out: '®' SHY '®' glues the two (found by `dev.sh lowest`'s
+    # random examples, twenty-first session).
+    kept = [i for i, word in enumerate(tokens.words) if not is_invisible(word)]
     glued = sum(
-        not tokens.spaces[i] and tokens.selected[i] and tokens.selected[i + 1]
-        for i in range(len(tokens.words) - 1)
+        tokens.selected[i]
+        and tokens.selected[j]
+        and not any(tokens.spaces[k] for k in range(i, j))
+        and not any(char.isspace() for k in range(i + 1, j) for char in tokens.words[k])
+        for i, j in itertools.pairwise(kept)
     )
     inserted = _spaces_inserted(_whitespace(text), _whitespace(out))
     assert inserted is not None and inserted <= glued, (text, out)
