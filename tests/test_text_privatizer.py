@@ -58,7 +58,7 @@ def test_input_checks(privatizer):
     with pytest.raises(TypeError, match=r"text 1 must be str, got int$"):
         privatizer.transform(["hockey", 3])
     pandas = pytest.importorskip("pandas")
-    gaps = (None, float("nan"), pandas.NA, np.float32("nan"), np.datetime64("NaT"))
+    gaps = (None, float("nan"), pandas.NA, np.float32("nan"), np.datetime64("NaT", "ns"))
     for missing in gaps:  # a DataFrame column with gaps
         with pytest.raises(TypeError, match=r"text 1 must be str, got \w+ \(a missing value"):
             privatizer.transform(pandas.Series(["hockey", missing], dtype=object))
