@@ -136,14 +136,9 @@ class Metric:
         at 400k words for ~3 ms per call (memory review, twenty-first session)."""
         point = np.asarray(point, dtype=np.float64)
         out = np.empty(len(table), dtype=np.float64)
-        cached: np.ndarray | None = table.cache.get("vectors-f64")
         for start in range(0, len(table), SLAB_ROWS):
             stop = min(start + SLAB_ROWS, len(table))
-            slab = (
-                cached[start:stop]
-                if cached is not None
-                else table.vectors[start:stop].astype(np.float64)
-            )
+            slab = float64_rows(table, start, stop, keep=False)
             out[start:stop] = self.pairs(np.broadcast_to(point, slab.shape), slab)
         return out
 
@@ -474,10 +469,13 @@ def get_metric(metric: str | MetricFunction | Metric) -> Metric:
     raise TypeError(f"metric must be a name or a callable, got {type(metric).__name__}")
 
 
-def float64_rows(table: EmbeddingTable, start: int, stop: int) -> np.ndarray:
-    """Rows ``start:stop`` of the table in float64 (a cached copy when it is small)."""
+def float64_rows(table: EmbeddingTable, start: int, stop: int, *, keep: bool = True) -> np.ndarray:
+    """Rows ``start:stop`` of the table in float64 (a cached copy when it is small; with
+    ``keep=False`` one is used if cached, never made)."""
     key = "vectors-f64"
     if key not in table.cache:
+        if not keep:
+            return table.vectors[start:stop].astype(np.float64)
         small = len(table) * table.dim * 8 <= FLOAT64_COPY_BYTES
         table.cache[key] = table.vectors.astype(np.float64) if small else None
     copy: np.ndarray | None = table.cache[key]
