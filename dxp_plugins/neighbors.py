@@ -415,6 +415,7 @@ class HNSWIndex(NeighborIndex):
         self._fingerprint = table.fingerprint
         _check_hnsw_values(disk_cache=disk_cache)
         self._disk_cache = bool(disk_cache)
+        self._graphs = table.cache  # one graph per (m, ef_construction), whatever ef_search
         super().__init__(table)
 
     def _cache_path(self) -> Path | None:
@@ -430,6 +431,13 @@ class HNSWIndex(NeighborIndex):
         return folder / name if trusted(folder) else None
 
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
+        """The table's graph for ``m`` and ``ef_construction``, shared by the indexes of every
+        ``ef_search`` (each passes its own to the search): a second ``ef_search`` value cost a
+        second graph, +179 MiB at 400k words (memory review, twenty-first session)."""
+        key = ("hnsw-graph", self._m, self._ef_construction)
+        return _build_once(self._graphs, key, lambda: self._build_graph(faiss, vectors))
+
+    def _build_graph(self, faiss: Any, vectors: np.ndarray) -> Any:
         """Build the graph, or read the copy a previous run stored (public data only).
 
         The cache is an optimisation: an unreadable, truncated or foreign file is rebuilt
@@ -460,7 +468,6 @@ class HNSWIndex(NeighborIndex):
                     pass
                 finally:
                     partial.unlink(missing_ok=True)
-        index.hnsw.efSearch = self._ef_search
         return index
 
     @staticmethod
@@ -491,13 +498,27 @@ class HNSWIndex(NeighborIndex):
         k = min(CANDIDATES, self._ef_search, self.size)
         with np.errstate(over="ignore"):
             single = np.ascontiguousarray(queries, dtype=np.float32)
+        faiss = _faiss()
+        beam = faiss.SearchParametersHNSW(efSearch=self._ef_search)  # per call: thread-safe
         with _search_threads():  # an L2 graph: approximate, misses cost utility
-            _, found = self._data.search(single, k)
+            _, found = self._data.search(single, k, params=beam)
         return _rerank(self._vectors, queries, np.asarray(found, dtype=np.int64))
 
     @property
     def nbytes(self) -> int:
-        return int(_faiss().serialize_index(self._data).nbytes)
+        """Bytes of the graph (links, levels, offsets) and its float32 copy of the vectors,
+        read from the sizes of its arrays (serializing the graph to measure it allocated
+        its size again: +360 MiB at 400k words)."""
+        graph = self._data.hnsw
+        arrays = (
+            (graph.neighbors, 4),  # storage_idx_t
+            (graph.offsets, 8),  # size_t
+            (graph.levels, 4),
+            (graph.assign_probas, 8),
+            (graph.cum_nneighbor_per_level, 4),
+            (_faiss().downcast_index(self._data.storage).codes, 1),
+        )
+        return sum(int(array.size()) * width for array, width in arrays)
 
     @property
     def params(self) -> dict[str, int]:
@@ -671,9 +692,9 @@ def _build_once(cache: dict[Any, Any], key: Any, build: Callable[[], Any]) -> An
 
 def _full_params(method: str, params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """Every parameter's value, defaults filled in (checked ``params``): the cache key of
-    :func:`get_index`, so that ``{}`` and ``{"ef_search": 64}`` share one index instead of
-    two identical graphs (review 10, N3). ``ef_search`` stays in the key: each index sets it
-    on its own graph. The graph's file name (``m``, ``ef_construction``) is unchanged."""
+    :func:`get_index`, so that ``{}`` and ``{"ef_search": 64}`` share one index (review 10,
+    N3). Indexes that differ only in ``ef_search`` share one graph (:meth:`HNSWIndex._build`);
+    the graph's file name holds ``m`` and ``ef_construction``."""
     if method == "exact":
         return ()
     values = {**_hnsw_defaults(), **params}
@@ -689,10 +710,14 @@ def _hnsw_defaults() -> dict[str, Any]:
     return {name: parameters[name].default for name in INDEX_PARAMS["hnsw"]}
 
 
+def _index_key(method: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    return ("neighbor-index", method, _full_params(method, params))
+
+
 def get_index(table: EmbeddingTable, method: str = "exact", **params: Any) -> NeighborIndex:
     """The index of ``table`` for ``method``, built once and cached on the table."""
     check_index_params(method, params)
-    key = ("neighbor-index", method, _full_params(method, params))
+    key = _index_key(method, params)
 
     def build() -> NeighborIndex:
         return NeighborIndex(table) if method == "exact" else HNSWIndex(table, **params)
@@ -700,6 +725,18 @@ def get_index(table: EmbeddingTable, method: str = "exact", **params: Any) -> Ne
     index = _build_once(table.cache, key, build)
     assert isinstance(index, NeighborIndex)
     return index
+
+
+def exact_index_nbytes(table: EmbeddingTable) -> int:
+    """:attr:`NeighborIndex.nbytes` of ``table``'s exact index, without building it: one
+    float32 row of ``dim + 1`` values per distinct vector (``BRR.storage`` built the index
+    to read its size, +93 MiB at 400k words)."""
+    built = table.cache.get(_index_key("exact", {}))
+    if isinstance(built, NeighborIndex):
+        return built.nbytes
+    ties = TieGroups.find(table.vectors)
+    twins = 0 if ties is None else len(ties.members) - (len(ties.offsets) - 1)
+    return (len(table) - twins) * (table.dim + 1) * np.dtype(np.float32).itemsize
 
 
 def recall_at_1(approximate: NeighborIndex, exact: NeighborIndex, queries: np.ndarray) -> float:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -13,13 +15,22 @@ import dxp_plugins as dxp
 from dxp_plugins.audit import g_test
 from dxp_plugins.embeddings import EmbeddingTable
 from dxp_plugins.neighbors import (
+    CANDIDATES,
     HNSWIndex,
     NeighborIndex,
     TieGroups,
+    _rerank,
     exact_search,
     get_index,
     recall_at_1,
 )
+
+
+def fresh(table):
+    """The same words and vectors without ``table``'s in-memory cache: an HNSW graph built
+    for it is shared by every index of the table, so disk-cache tests need a table whose
+    graph comes from the cache folder."""
+    return EmbeddingTable(table.words, table.vectors)
 
 
 def noisy_queries(table, count, scale, seed=0):
@@ -76,15 +87,52 @@ def test_hnsw_recall_is_measured_against_exact(glove_5k, tmp_path, monkeypatch):
     truth = np.mean(poor.search_raw(queries) == exact_search(glove_5k.vectors, queries))
     assert recall_at_1(poor, exact, queries) == pytest.approx(truth) and truth < 0.9
     assert poor.params == {"m": 2, "ef_construction": 1, "ef_search": 1}
-    graph = poor._data
-    assert (graph.hnsw.efSearch, graph.hnsw.efConstruction) == (1, 1)
+    assert poor._data.hnsw.efConstruction == 1
+
+
+def test_every_ef_search_shares_one_graph_and_searches_with_its_own(glove_5k):
+    """A second ``ef_search`` value built a second graph (+179 MiB at 400k words); now the
+    graph is shared and each index passes its beam width to the search. Its answers are the
+    graph's own at that ``efSearch``, also while threads search with other widths at once."""
+    table = EmbeddingTable(glove_5k.words[:3000], glove_5k.vectors[:3000])
+    widths = (1, 4, 64)
+    indexes = [get_index(table, "hnsw", m=8, ef_search=ef, disk_cache=False) for ef in widths]
+    assert len({id(index._data) for index in indexes}) == 1
+    graph = indexes[0]._data
+    queries = noisy_queries(table, 400, 0.3)
+    expected = {}
+    for ef, index in zip(widths, indexes, strict=True):
+        graph.hnsw.efSearch = ef  # what each index's own graph was set to before
+        _, found = graph.search(queries.astype(np.float32), min(CANDIDATES, ef))
+        expected[ef] = _rerank(table.vectors, queries, found.astype(np.int64))
+        np.testing.assert_array_equal(index.search_raw(queries), expected[ef])
+    assert not np.array_equal(expected[1], expected[64])  # the width matters here
+    graph.hnsw.efSearch = 16  # the graph's own setting is not what the indexes use
+    with ThreadPoolExecutor(3) as pool:
+        rounds = [pool.submit(index.search_raw, queries) for index in indexes * 4]
+        answers = [job.result() for job in rounds]
+    for ef, answer in zip(widths * 4, answers, strict=True):
+        np.testing.assert_array_equal(answer, expected[ef])
+
+
+def test_hnsw_nbytes_counts_the_graph_without_serializing_it(glove_5k):
+    index = HNSWIndex(EmbeddingTable(glove_5k.words[:2000], glove_5k.vectors[:2000]), m=8)
+    serialized = int(dxp.neighbors._faiss().serialize_index(index._data).nbytes)
+    tracemalloc.start()
+    try:
+        nbytes = index.nbytes
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert serialized - 1024 < nbytes <= serialized  # all but the file's header
+    assert peak < serialized / 100  # serializing to measure allocated the graph's size again
 
 
 def test_a_stored_graph_is_never_served_to_another_table(glove_5k, tmp_path, monkeypatch):
     """Tables of one shape but other vectors must not share the disk-cached HNSW graph."""
     monkeypatch.setenv("DXP_CACHE", str(tmp_path))
     other = EmbeddingTable(glove_5k.words, glove_5k.vectors[::-1].copy())
-    HNSWIndex(glove_5k, m=8, ef_construction=20)
+    HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)
     index = HNSWIndex(other, m=8, ef_construction=20)
     queries = noisy_queries(other, 300, 0.3)
     truth = exact_search(other.vectors, queries)
@@ -148,12 +196,13 @@ def test_hnsw_graph_is_stored_and_reused(glove_5k, tmp_path, monkeypatch):
     import faiss
 
     monkeypatch.setenv("DXP_CACHE", str(tmp_path))
-    first = HNSWIndex(glove_5k, m=8, ef_construction=20)
+    first = HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)
     assert len(list((tmp_path / "indexes").glob("hnsw-*-m8-efc20.faiss"))) == 1
     built = []
     monkeypatch.setattr(faiss, "IndexHNSWFlat", lambda *args: built.append(args))
-    second = HNSWIndex(glove_5k, m=8, ef_construction=20)
-    narrow = HNSWIndex(glove_5k, m=8, ef_construction=20, ef_search=4)
+    again = fresh(glove_5k)
+    second = HNSWIndex(again, m=8, ef_construction=20)
+    narrow = HNSWIndex(again, m=8, ef_construction=20, ef_search=4)
     assert built == []  # read back, not rebuilt
     queries = noisy_queries(glove_5k, 300, 0.3)
     np.testing.assert_array_equal(second.search_raw(queries), first.search_raw(queries))
@@ -163,7 +212,7 @@ def test_hnsw_graph_is_stored_and_reused(glove_5k, tmp_path, monkeypatch):
 
 def test_hnsw_disk_cache_can_be_disabled(glove_5k, tmp_path, monkeypatch):
     monkeypatch.setenv("DXP_CACHE", str(tmp_path))
-    HNSWIndex(glove_5k, m=8, ef_construction=20, disk_cache=False)
+    HNSWIndex(fresh(glove_5k), m=8, ef_construction=20, disk_cache=False)
     assert not (tmp_path / "indexes").exists() or not any((tmp_path / "indexes").iterdir())
 
 
@@ -173,7 +222,7 @@ def test_a_bad_hnsw_cache_is_rebuilt_never_used(glove_5k, tmp_path, monkeypatch)
     import faiss
 
     monkeypatch.setenv("DXP_CACHE", str(tmp_path))
-    path = HNSWIndex(glove_5k, m=8, ef_construction=20)._cache_path()
+    path = HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)._cache_path()
     assert path is not None and path.exists()
     queries = glove_5k.vectors[:200]
     other = faiss.IndexHNSWFlat(glove_5k.dim, 8)
@@ -183,7 +232,7 @@ def test_a_bad_hnsw_cache_is_rebuilt_never_used(glove_5k, tmp_path, monkeypatch)
             path.write_bytes(bad)
         else:
             faiss.write_index(bad, str(path))
-        index = HNSWIndex(glove_5k, m=8, ef_construction=20)
+        index = HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)
         # > 0.9: a small graph built by several threads varies between builds (0.95 was
         # reached exactly under faiss 1.8); a wrong graph agrees ~0
         assert np.mean(index.search_raw(queries) == np.arange(200)) > 0.9
@@ -194,7 +243,7 @@ def test_an_unusable_cache_folder_keeps_the_graph_in_memory(glove_5k, tmp_path, 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("DXP_CACHE", str(blocker / "cache"))  # cannot be created
-    index = HNSWIndex(glove_5k, m=8, ef_construction=20)
+    index = HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)
     assert np.mean(index.search_raw(glove_5k.vectors[:100]) == np.arange(100)) > 0.9
 
 
@@ -566,7 +615,8 @@ def test_equal_hnsw_settings_spelled_differently_share_one_index(glove_5k, tmp_p
     assert get_index(table, "hnsw", m=32, ef_construction=40, disk_cache=True) is first
     assert get_index(table, "hnsw", ef_search=np.int64(64)) is first
     assert get_index(table, "hnsw", ef_search=32).params["ef_search"] == 32
-    assert get_index(table, "hnsw", ef_search=32) is not first  # set on each index's graph
+    assert get_index(table, "hnsw", ef_search=32) is not first  # its own width, one graph
+    assert get_index(table, "hnsw", ef_search=32)._data is first._data
     assert [p.name for p in (tmp_path / "indexes").iterdir()] == [
         f"hnsw-{table.fingerprint[:32]}-m32-efc40.faiss"
     ]
@@ -580,21 +630,21 @@ def test_a_graph_another_user_wrote_is_never_read(glove_5k, tmp_path, monkeypatc
     import faiss
 
     monkeypatch.setenv("DXP_CACHE", str(tmp_path))
-    path = HNSWIndex(glove_5k, m=8, ef_construction=20)._cache_path()
+    path = HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)._cache_path()
     assert path is not None and path.exists()
     read = []
     real = faiss.read_index
     monkeypatch.setattr(faiss, "read_index", lambda name: read.append(name) or real(name))
     os.chown(path, 65534, 65534)
-    HNSWIndex(glove_5k, m=8, ef_construction=20)
+    HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)
     assert read == [] and path.stat().st_uid == 0  # rebuilt and stored again, as ours
-    HNSWIndex(glove_5k, m=8, ef_construction=20)
+    HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)
     assert read == [str(path)]
     path.chmod(0o666)  # ours, but anyone could rewrite it: narrowed, then read
-    HNSWIndex(glove_5k, m=8, ef_construction=20)
+    HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)
     assert path.stat().st_mode & 0o022 == 0
     os.chown(tmp_path / "indexes", 65534, 65534)
-    assert HNSWIndex(glove_5k, m=8, ef_construction=20)._cache_path() is None
+    assert HNSWIndex(fresh(glove_5k), m=8, ef_construction=20)._cache_path() is None
 
 
 @pytest.mark.parametrize("method", ["exact", "hnsw"])
