@@ -172,6 +172,19 @@ def test_storage_report(glove_5k):
     assert report["ratio"] == pytest.approx(0.16, abs=0.01) and report["saving"] > 0.8
 
 
+def test_storage_reads_madlibs_index_size_without_building_it(glove_5k):
+    """``storage()`` built Madlib's exact index to read its size (+93 MiB at 400k words).
+    The size it states is the built index's, twins (one row per group) included."""
+    vectors = glove_5k.vectors[:1500].copy()
+    vectors[[7, 300, 1200]] = vectors[5]  # one group of four identical rows
+    table = dxp.EmbeddingTable(glove_5k.words[:1500], vectors)
+    report = dxp.BRR(table, epsilon=1.0, n_bits=64).storage()
+    assert not any(key[0] == "neighbor-index" for key in table.cache if isinstance(key, tuple))
+    built = dxp.neighbors.get_index(table, "exact").nbytes
+    assert report["madlib_index"] == built == (1500 - 3) * 51 * 4
+    assert dxp.BRR(table, epsilon=1.0, n_bits=64).storage() == report  # read from the index now
+
+
 def test_distribution_needs_short_codes(glove_5k):
     with pytest.raises(NotImplementedError):
         dxp.BRR(glove_5k, epsilon=1.0, n_bits=64).distribution("the")

@@ -46,7 +46,7 @@ from ..embeddings.binary import (
 )
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..guarantee import Accountant, Guarantee, OOVPolicy
-from ..neighbors import BinaryIndex, get_binary_index, get_index
+from ..neighbors import BinaryIndex, exact_index_nbytes, get_binary_index
 from .base import Mechanism
 
 #: ``distribution()`` enumerates all 2^L noisy codes up to this length.
@@ -242,8 +242,7 @@ class BRR(Mechanism):
 
     def storage(self) -> dict[str, float]:
         """Bytes BRR needs (codes + binary index) against Madlib (vectors + float index)."""
-        flat = get_index(self.embeddings, "exact")
-        madlib_index = flat.nbytes
+        madlib_index = exact_index_nbytes(self.embeddings)
         brr_codes = self.codes.nbytes
         brr_index = self.binary_index.nbytes
         madlib_vectors = int(self.embeddings.vectors.nbytes)
