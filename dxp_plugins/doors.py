@@ -446,13 +446,25 @@ def load_embeddings_setting(
     from . import registry
 
     loader = registry.resolve(registry.embeddings, embeddings)
+    table = shared_table(embeddings, loader, params, lambda: _load(embeddings, loader, params))
+    _LATEST_TABLE[:] = [table]  # a door's, kept for the next clone in a grid search
+    return table
+
+
+def shared_table(
+    name: str, loader: Any, params: dict[str, Any], load: Callable[[], EmbeddingTable]
+) -> EmbeddingTable:
+    """``load()`` (which calls ``loader(**params)``), or the live table an earlier load of
+    the same name, loader, arguments and files returned: doors and
+    :func:`dxp_plugins.load_embeddings` share one table and its index while any of them
+    holds it. An argument that is not JSON (an object) loads without sharing."""
     try:
         key = json.dumps(params, sort_keys=True)
-    except TypeError:  # an object argument: load without sharing
-        return _load(embeddings, loader, params)
+    except TypeError:
+        return load()
     # The loader itself is part of the key: a name registered again (a notebook cell run
-    # twice) is a new table, as dxp.load_embeddings would load it.
-    return _load_shared(embeddings, key, (loader, *_file_stamps(params)))
+    # twice) is a new table.
+    return _load_shared(name, key, (loader, *_file_stamps(params)), load)
 
 
 def _check_params(params: Any, setting: str) -> dict[str, Any]:
@@ -564,7 +576,9 @@ def _takes(function: Any, parameter: str) -> bool:
 _SHARED_LOCKS: dict[Any, Any] = {}
 
 
-def _load_shared(name: str, params_json: str, stamps: tuple[Any, ...]) -> EmbeddingTable:
+def _load_shared(
+    name: str, params_json: str, stamps: tuple[Any, ...], load: Callable[[], EmbeddingTable]
+) -> EmbeddingTable:
     """Tables are immutable, so doors with the same embeddings share one (and its index);
     ``stamps`` (see :func:`_file_stamps`) makes an edited vectors file a new key. A lock per
     key makes threads at first use of a setting wait for one load (an ``lru_cache`` alone
@@ -572,7 +586,7 @@ def _load_shared(name: str, params_json: str, stamps: tuple[Any, ...]) -> Embedd
     # The lock's key leaves out the loader (stamps[0]): a lock is kept per setting for the
     # life of the process, and must not keep every loader registered again alive.
     with key_lock(_SHARED_LOCKS, (name, params_json, stamps[1:])):
-        return _load_cached(name, params_json, stamps)
+        return _load_cached(name, params_json, stamps, load)
 
 
 #: The doors' tables by setting, while any door or mechanism uses one, and the latest one
@@ -585,14 +599,15 @@ _LIVE_TABLES: weakref.WeakValueDictionary[tuple[Any, ...], EmbeddingTable] = (
 _LATEST_TABLE: list[EmbeddingTable] = []
 
 
-def _load_cached(name: str, params_json: str, stamps: tuple[Any, ...]) -> EmbeddingTable:
+def _load_cached(
+    name: str, params_json: str, stamps: tuple[Any, ...], load: Callable[[], EmbeddingTable]
+) -> EmbeddingTable:
     """Called holding the setting's lock (:func:`_load_shared`)."""
     key = (name, params_json, stamps)
     table = _LIVE_TABLES.get(key)
     if table is None:
-        table = _load(name, stamps[0], json.loads(params_json))  # stamps[0]: the loader
+        table = load()
         _LIVE_TABLES[key] = table
-    _LATEST_TABLE[:] = [table]
     return table
 
 

@@ -342,3 +342,48 @@ def test_threads_at_first_use_of_a_setting_share_one_load(monkeypatch):
     assert len(loads) == 1
     assert tables[0] is not None and len(tables[0]) == 1237
     assert all(table is tables[0] for table in tables)
+
+
+def test_load_embeddings_and_the_doors_share_one_live_table(monkeypatch, glove_5k):
+    """A user's ``load_embeddings`` table and a door's of the same settings were two copies
+    (+279 MiB at 400k words, memory review, twenty-first session). Now one table while it is
+    alive; a loader registered again, other arguments or an object argument load anew."""
+    import gc
+
+    from dxp_plugins import doors
+
+    calls = []
+
+    def loader(vocab_size=None, scale=1.0):
+        calls.append((vocab_size, scale))
+        table = glove_5k.most_frequent(vocab_size or len(glove_5k))
+        return dxp.EmbeddingTable(table.words, table.vectors * np.float32(scale))
+
+    register(monkeypatch, "embeddings", "shared-test.v1", loader)
+    mine = dxp.load_embeddings("shared-test.v1", vocab_size=300)
+    door = dxp.TextPrivatizer(embeddings="shared-test.v1", vocab_size=300, epsilon=1.0)
+    assert door.fit(["a text"]).mechanism_.embeddings is mine
+    assert doors.load_embeddings_setting("shared-test.v1", {}, 300) is mine
+    assert dxp.load_embeddings("shared-test.v1", vocab_size=300) is mine
+    assert calls == [(300, 1.0)]
+    other = dxp.load_embeddings("shared-test.v1", vocab_size=300, scale=2.0)
+    assert other is not mine and len(calls) == 2
+    register(monkeypatch, "embeddings", "shared-test.v1", lambda **kw: loader(**kw))
+    assert dxp.load_embeddings("shared-test.v1", vocab_size=300) is not mine
+    del mine, other, door
+    doors._LATEST_TABLE.clear()
+    gc.collect()
+    before = len(calls)
+    dxp.load_embeddings("shared-test.v1", vocab_size=300, scale=2.0)
+    assert len(calls) == before + 1  # nobody held it: loaded again
+
+
+def test_load_embeddings_keeps_its_type_error_when_a_door_cut_the_table(monkeypatch, glove_5k):
+    """A door cuts the table of a loader that takes no ``vocab_size`` itself; the user's call
+    with ``vocab_size`` stays the loader's TypeError, whichever came first."""
+    from dxp_plugins import doors
+
+    register(monkeypatch, "embeddings", "no-vocab-test.v1", lambda: glove_5k)
+    assert len(doors.load_embeddings_setting("no-vocab-test.v1", {}, 50)) == 50
+    with pytest.raises(TypeError):
+        dxp.load_embeddings("no-vocab-test.v1", vocab_size=50)

@@ -14,12 +14,23 @@ __all__ = ["OOV_ID", "EmbeddingTable", "load_embeddings"]
 def load_embeddings(name: str = "glove-6b-50d", **kwargs: Any) -> EmbeddingTable:
     """Load embeddings by registry name (entry-point group ``dxp_plugins_embeddings``).
 
+    Loads of the same name and arguments (and unchanged files) return one table while it is
+    alive, the one the doors use too: tables are immutable, and a second 400k-word copy
+    cost 279 MiB.
+
     >>> emb = load_embeddings("glove-6b-50d", vocab_size=100_000)  # doctest: +SKIP
     """
     from .. import registry
+    from ..doors import _takes, shared_table
 
     loader = registry.resolve(registry.embeddings, name)
-    return checked_table(name, lambda: loader(**kwargs))
+
+    def load() -> EmbeddingTable:
+        return checked_table(name, lambda: loader(**kwargs))
+
+    if "vocab_size" in kwargs and not _takes(loader, "vocab_size"):
+        return load()  # its TypeError; a door would cut the table itself (not this table)
+    return shared_table(name, loader, kwargs, load)
 
 
 def checked_table(name: str, load: Callable[[], Any]) -> EmbeddingTable:
