@@ -233,3 +233,36 @@ def test_monotone_flag_judges_the_verdicts_the_search_used(glove_5k, monkeypatch
             stop_at_failure=False,
         )
     assert not choice.monotone
+
+
+def test_a_target_not_given_is_not_applied():
+    """API review (twenty-second session): ``min_s_w`` defaulted to 50, so asking only for
+    ``max_n_w=0.9`` on a 30-word table also demanded S_w >= 50 and returned no epsilon where
+    ``dxp calibrate --max-n-w 0.9`` returned 4."""
+    rng = np.random.default_rng(0)
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(30)], rng.normal(size=(30, 2)))
+    words = [f"w{i}" for i in range(10)]
+    choice = choose_epsilon(
+        lambda e: dxp.TEM(table, e), words, max_n_w=0.9, epsilons=[0.5, 1, 2, 4, 8], refine=0
+    )
+    assert choice.min_s_w is None and choice.epsilon == 4.0
+    with pytest.raises(ValueError, match="give a target"):
+        choose_epsilon(lambda e: dxp.TEM(table, e), words)
+
+
+def test_an_s_w_target_above_the_vocabulary_is_refused_before_any_draw():
+    """S_w counts vocabulary words: min_s_w = 31 on 30 words can never be met; the search
+    drew every epsilon and said "no epsilon" instead of naming the impossible target."""
+    rng = np.random.default_rng(0)
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(30)], rng.normal(size=(30, 2)))
+    drawn = []
+
+    def build(epsilon):
+        mechanism = dxp.TEM(table, epsilon)
+        mechanism.privatize_ids = lambda ids: drawn.append(len(ids))
+        return mechanism
+
+    with pytest.raises(ValueError, match=r"min_s_w=31 cannot be met.*vocabulary has 30"):
+        choose_epsilon(build, ["w1"], min_s_w=31, method="monte_carlo", epsilons=[1.0])
+    assert drawn == []
+    choose_epsilon(lambda e: dxp.TEM(table, e), ["w1"], min_s_w=30, epsilons=[0.01])  # exact

@@ -203,8 +203,8 @@ def choose_epsilon(
     embeddings: EmbeddingTable | str | None = None,
     mechanism_params: Mapping[str, Any] | None = None,
     random_state: int | None = None,
-    max_n_w: float | None = 0.5,
-    min_s_w: float | None = 50,
+    max_n_w: float | None = None,
+    min_s_w: float | None = None,
     epsilons: Sequence[float] = DEFAULT_GRID,
     refine: int = 4,
     n_samples: int = 1000,
@@ -223,7 +223,10 @@ def choose_epsilon(
     callable ``epsilon -> Mechanism``. ``mechanism_params`` may not set ``epsilon``,
     ``accountant``, ``random_state`` or ``embeddings``, which choose_epsilon sets itself
     (ValueError naming the key). The target is ``max_w N_w <= max_n_w`` and
-    ``min_w S_w >= min_s_w`` (None drops a condition). The search evaluates ``epsilons`` in
+    ``min_w S_w >= min_s_w``: give one or both (the paper's example is ``max_n_w=0.5,
+    min_s_w=50``); a condition not given is not applied. ``min_s_w`` above the vocabulary
+    size can never be met (S_w counts vocabulary words) and is refused before any draw.
+    The search evaluates ``epsilons`` in
     increasing order until one fails, then bisects the bracket ``refine`` times on a log
     scale; it relies on N_w growing and S_w shrinking with epsilon and reports in
     ``monotone`` whether the evaluations agreed. N_w grows for Madlib (noise scales as
@@ -273,6 +276,11 @@ def choose_epsilon(
             raise ValueError(
                 f"the factory built a mechanism with epsilon={mech.epsilon:g} when asked for "
                 f"{epsilon:g}: it must use its argument"
+            )
+        if min_s_w is not None and min_s_w > len(mech.embeddings):
+            raise ValueError(
+                f"min_s_w={min_s_w:g} cannot be met: S_w counts vocabulary words, and the "
+                f"vocabulary has {len(mech.embeddings):,}"
             )
         if method == "auto" and not done and not has_closed_form(mech):
             # Monte Carlo it will be: refuse an unreachable target before the first draw
