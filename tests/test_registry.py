@@ -582,3 +582,21 @@ def test_an_error_in_an_entry_points_module_is_not_blamed_on_the_metadata(tmp_pa
         entry.load()
     assert not _in_package_metadata(raised.value)
     monkeypatch.delitem(sys.modules, "dxp_test_broken_plugin", raising=False)
+
+
+@pytest.mark.parametrize(
+    ("package", "names"),
+    [
+        ("mechanisms", ["Madlib", "TEM", "BRR", "Mechanism", "make_mechanism"]),
+        ("estimators", ["TextPrivatizer", "LPLPTransformer"]),
+    ],
+)
+def test_subpackages_re_export_their_classes(package, names):
+    """API review (twenty-second session): ``from dxp_plugins.mechanisms import Madlib``
+    failed while every other subpackage re-exported its classes."""
+    import importlib
+
+    module = importlib.import_module(f"dxp_plugins.{package}")
+    assert set(names) <= set(module.__all__)
+    for name in names:
+        assert getattr(module, name) is getattr(dxp, name)

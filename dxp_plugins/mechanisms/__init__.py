@@ -1,14 +1,29 @@
-"""Word mechanisms and the registry-backed constructor."""
+"""Word mechanisms (Madlib, TEM, BRR) and the registry-backed constructor. The mechanism
+classes are imported on first use, as ``dxp_plugins`` imports them."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..embeddings.table import EmbeddingTable
 from .base import OOV_POLICIES, Mechanism
 
-__all__ = ["OOV_POLICIES", "Mechanism", "make_mechanism"]
+_LAZY = {"Madlib": ".madlib", "TEM": ".tem", "BRR": ".brr"}
+
+__all__ = ["BRR", "OOV_POLICIES", "TEM", "Madlib", "Mechanism", "make_mechanism"]
+
+if TYPE_CHECKING:
+    from .brr import BRR as BRR
+    from .madlib import Madlib as Madlib
+    from .tem import TEM as TEM
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name in _LAZY:
+            return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        raise AttributeError(f"module 'dxp_plugins.mechanisms' has no attribute {name!r}")
 
 
 def make_mechanism(name: str, embeddings: EmbeddingTable | str, **params: Any) -> Mechanism:
