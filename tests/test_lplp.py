@@ -218,7 +218,7 @@ def test_sound_calibration_does_not_rescale():
 
 
 def test_paper_calibration_reports_its_true_epsilon():
-    paper = calibrate(1.0, 2, 100, 25, mode="paper")
+    paper = calibrate(1.0, 2, 100, 25, calibration="paper")
     assert paper.claimed_epsilon == 1.0 and paper.epsilon == pytest.approx(4.0)
     assert paper.rate == pytest.approx(2.0)
 
@@ -644,3 +644,30 @@ def test_lplp_docstrings_cite_no_section_of_the_unavailable_paper():
     for module in modules:
         source = inspect.getsource(module)
         assert not re.search(r"(Sec\.|Section|§|Eq\.|Algorithm)\s*\d", source), module.__name__
+
+
+def test_calibrate_names_its_setting_as_the_transformer_does():
+    """API review (twenty-second session): ``calibrate(mode=...)`` refused a bad value with
+    an error naming ``calibration``, a parameter it did not have."""
+    assert calibrate(1.0, 2, 100, 25, calibration="paper").calibration == "paper"
+    with pytest.raises(ValueError, match="calibration must be one of"):
+        calibrate(1.0, 2, 100, 25, calibration="papr")
+    with pytest.raises(TypeError):
+        calibrate(1.0, 2, 100, 25, mode="paper")
+
+
+def test_a_release_records_the_fingerprint_of_the_embeddings_it_is_given(glove_5k):
+    """API review: a table was accepted and failed only at the first release ("guarantee
+    field embeddings must be a str"), and a registry name was recorded where every other
+    record holds a fingerprint."""
+    counts = np.array([[1, 0, 2]])
+    release = LPLPRelease([0, 1, 0], epsilon=1.0, embeddings=glove_5k, random_state=None)
+    release.release(counts)
+    assert release.last_guarantee.embeddings == glove_5k.fingerprint
+    again = LPLPRelease([0, 1, 0], epsilon=1.0, embeddings=glove_5k.fingerprint)
+    assert again.embeddings == glove_5k.fingerprint
+    assert LPLPRelease([0, 1, 0], epsilon=1.0).embeddings == ""
+    with pytest.raises(ValueError, match="fingerprint"):
+        LPLPRelease([0, 1, 0], epsilon=1.0, embeddings="glove-6b-50d")
+    with pytest.raises(TypeError, match="EmbeddingTable or its fingerprint"):
+        LPLPRelease([0, 1, 0], epsilon=1.0, embeddings=42)

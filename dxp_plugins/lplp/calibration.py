@@ -37,7 +37,7 @@ class NoiseCalibration:
     epsilon: float  # the true epsilon of (N, epsilon)-LPLP for the whole release
     claimed_epsilon: float  # what was asked for (differs from epsilon in "paper" mode)
     n_changes: int
-    mode: str
+    calibration: CalibrationMode  # "sound" or "paper", as the transformer's setting names it
 
     @property
     def alpha(self) -> float:
@@ -48,25 +48,34 @@ class NoiseCalibration:
 
 
 def calibrate(
-    epsilon: float, n_changes: int, n_features: int, n_groups: int, mode: str = "sound"
+    epsilon: float,
+    n_changes: int,
+    n_features: int,
+    n_groups: int,
+    calibration: CalibrationMode = "sound",
 ) -> NoiseCalibration:
-    """The noise of each compressed entry for (N, epsilon)-LPLP (see module docstring)."""
+    """The noise of each compressed entry for (N, epsilon)-LPLP (see module docstring).
+    ``calibration`` is the setting ``LPLPTransformer`` and ``LPLPRelease`` take (it was
+    ``mode`` here, while their errors named ``calibration``: API review, twenty-second
+    session)."""
     epsilon = check_epsilon(epsilon)
     n_changes = check_int(n_changes, "n_changes", minimum=1)
     n_features = check_int(n_features, "n_features", minimum=1)
     n_groups = check_int(n_groups, "n_groups", minimum=1)
     if n_groups > n_features:
         raise ValueError(f"n_groups ({n_groups}) cannot exceed the {n_features} features")
-    check_choice(mode, "calibration", CALIBRATIONS)
-    true_epsilon = epsilon if mode == "sound" else n_features * epsilon / n_groups
-    if mode == "paper":  # the rescaled epsilon must itself be a valid one (numerical review F2)
+    check_choice(calibration, "calibration", CALIBRATIONS)
+    true_epsilon = epsilon if calibration == "sound" else n_features * epsilon / n_groups
+    if (
+        calibration == "paper"
+    ):  # the rescaled epsilon must itself be a valid one (numerical review F2)
         true_epsilon = check_epsilon(
             true_epsilon,
             f"the paper calibration's true epsilon M*epsilon/K = {n_features}*"
             f"{epsilon:g}/{n_groups}",
         )
     rate = check_rate(true_epsilon / n_changes)
-    return NoiseCalibration(rate, true_epsilon, epsilon, n_changes, mode)
+    return NoiseCalibration(rate, true_epsilon, epsilon, n_changes, calibration)
 
 
 def lplp_unit(n_changes: int) -> str:

@@ -16,13 +16,14 @@ import functools
 import os
 import secrets
 import threading
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
+from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant
 from . import calibration, noise
 from .calibration import CALIBRATIONS, CalibrationMode, NoiseCalibration, lplp_unit
@@ -55,7 +56,11 @@ class LPLPRelease:
     calibration:
         ``"sound"`` (default) or ``"paper"`` (the paper's per-entry ``epsilon' = M
         epsilon / K``, reported with its TRUE epsilon ``M epsilon / K``).
-    grouping, weights_source, histogram_epsilon, embeddings:
+    embeddings:
+        The public embeddings the grouping used: an :class:`EmbeddingTable` (its
+        fingerprint is recorded, as every record names embeddings) or a fingerprint string;
+        "" for none.
+    grouping, weights_source, histogram_epsilon:
         Public descriptions recorded in the guarantee. Without ``grouping`` the record says
         ``"none"`` for K = M and "given by the caller" otherwise; without
         ``weights_source``, "uniform (public)" when ``weights`` is None and "given by the
@@ -77,7 +82,7 @@ class LPLPRelease:
         grouping: str | None = None,
         weights_source: str | None = None,
         histogram_epsilon: float | None = None,
-        embeddings: str = "",
+        embeddings: EmbeddingTable | str = "",
         random_state: int | RandomSource | None = None,
         accountant: Accountant | None = None,
     ) -> None:
@@ -88,7 +93,9 @@ class LPLPRelease:
         self.n_features, self.n_groups = len(self.groups), max(n_groups, 1)
         self.epsilon = check_epsilon(epsilon)
         self.n_changes = check_int(n_changes, "n_changes", minimum=1)
-        self.calibration = check_choice(calibration, "calibration", CALIBRATIONS)
+        self.calibration = cast(
+            CalibrationMode, check_choice(calibration, "calibration", CALIBRATIONS)
+        )
         self.noise_calibration()  # refuse noise beyond int64 now, not at the first release
         self.plan = DecompressionPlan.build(
             self.groups, self.n_groups, np.ones(self.n_features) if weights is None else weights
@@ -108,6 +115,18 @@ class LPLPRelease:
         )
         #: Names the histogram release this object's records pay for (merge refuses others).
         self.histogram_id = None if self.histogram_epsilon is None else secrets.token_hex(8)
+        if isinstance(embeddings, EmbeddingTable):
+            embeddings = embeddings.fingerprint
+        elif not isinstance(embeddings, str):  # refused now, not at the first release
+            raise TypeError(
+                f"embeddings must be an EmbeddingTable or its fingerprint (str), got "
+                f"{type(embeddings).__name__}"
+            )
+        elif embeddings and not _is_fingerprint(embeddings):  # e.g. a registry name
+            raise ValueError(
+                "embeddings must be an EmbeddingTable or its fingerprint (64 hex digits, "
+                "EmbeddingTable.fingerprint), as every record names its embeddings"
+            )
         self.embeddings = embeddings
         self._random = (
             random_state if isinstance(random_state, RandomSource) else RandomSource(random_state)
@@ -140,7 +159,7 @@ class LPLPRelease:
             weights=self.weights_source,
             histogram_epsilon=self.histogram_epsilon,
             histogram_id=self.histogram_id,
-            calibration=calibrated.mode,
+            calibration=calibrated.calibration,
             documents=documents,
             # no document, no release: nothing is charged (PRIVACY.md 22), nothing recorded
             releases=1 if documents else 0,
@@ -246,3 +265,8 @@ def _noise(
         finally:
             del error
     return out
+
+
+def _is_fingerprint(text: str) -> bool:
+    """Whether ``text`` reads as an :attr:`EmbeddingTable.fingerprint` (SHA-256, hex)."""
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)

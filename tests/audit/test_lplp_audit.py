@@ -285,9 +285,9 @@ def test_paper_parametrization_is_audited_at_its_true_epsilon(epsilon):
 def test_audit_fails_when_paper_rescaling_claims_epsilon(monkeypatch, epsilon):
     """Per-entry epsilon' = M*epsilon/K while the record still claims epsilon."""
 
-    def rescaled(epsilon, n_changes, n_features, n_groups, mode="sound"):
+    def rescaled(epsilon, n_changes, n_features, n_groups, calibration="sound"):
         rate = n_features * epsilon / n_groups / n_changes
-        return calibration_module.NoiseCalibration(rate, epsilon, epsilon, n_changes, mode)
+        return calibration_module.NoiseCalibration(rate, epsilon, epsilon, n_changes, calibration)
 
     monkeypatch.setattr(calibration_module, "calibrate", rescaled)
     transformer = audit_transformer(epsilon)
