@@ -118,19 +118,30 @@ class Guarantee:
     so is one with more words than tokens passed through.
     """
 
+    #: The mechanism's registry name (``"madlib"``, ``"tem"``, ``"brr"`` or a plugin's).
     mechanism: str
+    #: Per token, per unit of ``metric``: each privatized token is ``epsilon * d``-private.
     epsilon: float
+    #: The distance ``d`` that ``epsilon`` is per unit of (e.g. ``"euclidean"``).
     metric: str
+    #: Fingerprint of the public space searched (see above).
     embeddings: str
+    #: Words in that space: the outputs a token can become.
     vocab_size: int
+    #: Tokens privatized (each charged ``epsilon``) and tokens left as they were.
     tokens_privatized: int
     tokens_passed_through: int
+    #: The ``oov`` setting of the release (``"unk"``, ``"passthrough"`` or ``"raise"``).
     oov_policy: str
+    #: ``"secure"`` (an OS-seeded ChaCha20 stream) or ``"seeded"`` (reproducible, weaker).
     rng: str
     words_passed_through: int = 0
+    #: Releases merged into this record (1 for one release).
     releases: int = 1
     max_document_tokens: int | None = None
+    #: Which tokens the release privatized: every word, or a door's pos/entities/filter.
     selection: str = ALL_WORDS
+    #: The dxp_plugins version that made the record.
     library_version: str = field(default_factory=_library_version)
 
     def __post_init__(self) -> None:

@@ -39,14 +39,17 @@ class PlausibleDeniability:
     embeddings: str
     vocab_size: int
     method: str
+    #: The mass S_w must cover: S_w is the fewest outputs holding ``1 - eta`` of w's law.
     eta: float
     n_samples: int | None
     confidence: float
     words: tuple[str, ...]
     ids: np.ndarray
+    #: N_w: the probability that w comes out as itself (Madlib §4.1), and its bounds.
     n_w: np.ndarray
     n_w_low: np.ndarray
     n_w_high: np.ndarray
+    #: S_w: the effective support of w's output law (Madlib §4.1), and its bounds.
     s_w: np.ndarray
     s_w_low: np.ndarray
     s_w_high: np.ndarray

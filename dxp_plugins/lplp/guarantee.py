@@ -34,18 +34,31 @@ from .calibration import CALIBRATIONS
 class LPLPGuarantee:
     """What an LPLP release of ``documents`` count vectors guarantees for each of them."""
 
-    epsilon: float  # true epsilon of each document's release
-    claimed_epsilon: float  # what was asked for; != epsilon only in calibration="paper"
-    n_changes: int  # N: documents within L1 distance N are epsilon-indistinguishable
-    n_features: int  # M
-    n_groups: int  # K (K == M: uncompressed)
+    #: The TRUE epsilon of each document's release: what it gets, whatever was asked.
+    epsilon: float
+    #: What was asked for; differs from ``epsilon`` only under ``calibration="paper"``.
+    claimed_epsilon: float
+    #: N: documents within L1 distance N are epsilon-indistinguishable.
+    n_changes: int
+    #: M, the vocabulary's features.
+    n_features: int
+    #: K, the groups (K == M: uncompressed).
+    n_groups: int
+    #: How the features were grouped (``"random"``, ``"frequency"``, ..., or a description).
     grouping: str
-    weights: str  # source of the decompression weights (public, or a DP histogram)
-    histogram_epsilon: float | None  # budget of the DP corpus histogram, when one was used
-    calibration: str  # "sound" or "paper"
+    #: Source of the decompression weights (public, or a DP histogram).
+    weights: str
+    #: Budget of the DP corpus histogram, when one was used (spent once per fit).
+    histogram_epsilon: float | None
+    #: ``"sound"`` or ``"paper"``.
+    calibration: str
+    #: Count vectors released.
     documents: int
-    embeddings: str  # fingerprint of the public embeddings used by the grouping, or ""
+    #: Fingerprint of the public embeddings the grouping used, or "".
+    embeddings: str
+    #: ``"secure"`` or ``"seeded"``.
     rng: str
+    #: Releases merged into this record.
     releases: int = 1
     #: Which DP histogram release (one per fit) ``histogram_epsilon`` paid for.
     histogram_id: str | None = None

@@ -54,14 +54,16 @@ MAX_ENUMERATED_BITS = 12
 
 
 def flip_probability(epsilon: float) -> float:
-    """Randomized-response flip probability ``1 / (1 + e^epsilon)``, computed as expit(-eps)."""
+    """Randomized-response flip probability ``1 / (1 + e^epsilon)`` (BRR, Algorithm 2),
+    computed as expit(-eps)."""
     from scipy.special import expit
 
     return float(expit(-epsilon))
 
 
 def sample_flips(rng: np.random.Generator, count: int, n_bits: int, epsilon: float) -> np.ndarray:
-    """Independent bit flips (bool, ``count`` x ``n_bits``), each with flip_probability."""
+    """Independent bit flips (bool, ``count`` x ``n_bits``), each with flip_probability
+    (BRR, Algorithm 2)."""
     return rng.random((count, n_bits)) < flip_probability(epsilon)
 
 

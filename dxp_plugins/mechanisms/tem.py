@@ -98,12 +98,12 @@ def gumbel_scale(epsilon: float) -> float:
 
 
 def sample_gumbel(rng: np.random.Generator, shape: Any, epsilon: float) -> np.ndarray:
-    """Gumbel(0, 2/epsilon) noise of ``shape``."""
+    """Gumbel(0, 2/epsilon) noise of ``shape`` (TEM, Algorithm 2, step 3)."""
     return rng.gumbel(0.0, gumbel_scale(epsilon), size=shape)
 
 
 def bottom_score(gamma: float, n_outside: Any, n_inside: Any, epsilon: float) -> Any:
-    """Score of ⊥: ``-gamma + 2 ln|W \\ L_w| / epsilon`` (only called with ``n_outside > 0``).
+    """Score of ⊥ (TEM, Algorithm 2): ``-gamma + 2 ln|W \\ L_w| / epsilon`` (for ``n_outside > 0``).
 
     ``exp(epsilon/2 * score)`` is then exactly the total weight of the ``|W \\ L_w|`` words
     outside the ball, each weighted as if at distance gamma. ``n_inside`` (``|L_w|``) is
