@@ -103,13 +103,15 @@ def equivalent_epsilon(
     statistic: str = "average",
     conservative: bool = False,
 ) -> float:
-    """The epsilon in metric B matching ``epsilon_a`` in metric A: ``R * epsilon_a``.
+    """The epsilon in metric B matching ``epsilon_a`` in metric A: ``R * epsilon_a``, with
+    R's point estimate by default (the BRR paper's procedure, §5).
 
     ``ratio`` is a :class:`PrivacyRatio` (``statistic`` "average" or "maximum" picks R) or
-    R itself. ``conservative=True`` uses the low end of R's interval instead of its
-    estimate (the average's confidence interval; the maximum's bracket when its search was
-    cut): the smaller epsilon_B, so B is at least as private as A unless R fell outside
-    its interval.
+    R itself. A sampled R may overstate the true ratio, which gives B a larger epsilon
+    than A's equivalent; to deploy B, pass ``conservative=True``: the low end of R's
+    interval instead of its estimate (the average's confidence interval; the maximum's
+    bracket when its search was cut), the smaller epsilon_B, so B is at least as private
+    as A unless R fell outside its interval (``choose_epsilon`` is conservative by default).
     """
     epsilon_a = check_epsilon(epsilon_a, "epsilon_a")
     check_choice(statistic, "statistic", ("average", "maximum"))
