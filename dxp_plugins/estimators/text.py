@@ -22,8 +22,10 @@ rebuilt on first use and must find the same embeddings (fingerprint).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -144,7 +146,14 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
 
     # -- scikit-learn API -------------------------------------------------------------------
     def fit(self, X: Iterable[str], y: Any = None) -> TextPrivatizer:
-        """Check the settings and build the mechanism (nothing is learned from ``X``)."""
+        """Check the settings and build the mechanism (nothing is learned from ``X``).
+
+        A fit that fails leaves the transformer unfitted: a failed re-fit kept the previous
+        mechanism, which ``transform`` then used under the new settings (releasing at the
+        old epsilon, charging the old ledger past a new one's cap: diff review F3,
+        twenty-second session)."""
+        for attribute in _FITTED:
+            self.__dict__.pop(attribute, None)
         _documents(X)  # a one-column table (2-D) is one feature, named as sklearn names it
         shape = getattr(X, "shape", None)
         names = _get_feature_names(X)
@@ -158,12 +167,17 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
                 setattr(self, attribute, value)
         fitted = self._fit_settings()
         fitted.door.tagging_pipeline(fitted.spacy_model)  # loads it; refuses bad pipelines
+        params = _snapshot(self._raw_params())
+        random_source = RandomSource(fitted.door.seed)
+        accountant = Accountant.default() if self.accountant is None else self.accountant
+        mechanism = fitted.door.build_mechanism(random_source, accountant)
+        # Every fitted attribute at once, after everything that can fail (see _FITTED).
         self.settings_ = fitted
-        self._fitted_params = _snapshot(self._raw_params())
-        self.random_source_ = RandomSource(fitted.door.seed)
-        self.accountant_ = Accountant.default() if self.accountant is None else self.accountant
-        self.mechanism_ = fitted.door.build_mechanism(self.random_source_, self.accountant_)
-        self.embeddings_fingerprint_ = self.mechanism_.embeddings.fingerprint
+        self._fitted_params = params
+        self.random_source_ = random_source
+        self.accountant_ = accountant
+        self.mechanism_ = mechanism
+        self.embeddings_fingerprint_ = mechanism.embeddings.fingerprint
         self.last_guarantee_: Guarantee | None = None
         self._released_at_fit = False  # set by fit_transform
         return self
@@ -317,8 +331,19 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         super().__setstate__(state)
 
 
+#: What ``fit`` sets besides the input's feature names; dropped when a fit starts.
+_FITTED = (
+    "settings_",
+    "_fitted_params",
+    "random_source_",
+    "accountant_",
+    "mechanism_",
+    "embeddings_fingerprint_",
+    "last_guarantee_",
+    "_released_at_fit",
+)
 _MISSING = object()
-_PLAIN = (str, int, float, bool, type(None))
+_PLAIN = (str, int, float, bool, type(None), PurePath)
 
 
 _PARAM_NAMES: dict[type, tuple[str, ...]] = {}
@@ -333,29 +358,34 @@ def _param_names(kind: type[BaseEstimator]) -> tuple[str, ...]:
 
 
 def _snapshot(value: Any) -> Any:
-    """``value`` with its dicts, lists and tuples copied (so a parameter changed in place
-    after fit, e.g. ``mechanism_params["index"] = ...``, no longer compares equal); any
-    other object is kept as itself and compared by identity (:func:`_same`)."""
+    """``value`` with its containers (dicts, lists, tuples, sets) copied, so a parameter
+    changed in place after fit (``mechanism_params["index"] = ...``, ``pos.add(...)``) no
+    longer compares equal; other objects are kept as themselves (:func:`_same`)."""
     if isinstance(value, dict):
         return {key: _snapshot(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | set | frozenset):
         return type(value)(_snapshot(item) for item in value)
     return value
 
 
 def _same(now: Any, then: Any) -> bool:
     """Whether ``now`` is certainly the parameter value ``then`` was: the same type, equal
-    plain values, containers item by item, any other object the very same object. False
-    whenever in doubt (the caller then runs the full check)."""
+    immutable values, containers item by item, a table, ledger or function the very same
+    object. False whenever in doubt (any other object: it may have changed in place, as a
+    set did before sets were copied: diff review F2), and the caller runs the full check."""
     if type(now) is not type(then):
         return False
     if isinstance(now, dict):
         return now.keys() == then.keys() and all(_same(now[key], then[key]) for key in now)
     if isinstance(now, list | tuple):
         return len(now) == len(then) and all(map(_same, now, then))
+    if isinstance(now, set | frozenset):
+        return all(isinstance(item, _PLAIN) for item in now) and bool(now == then)
     if isinstance(now, _PLAIN):
         return bool(now == then)
-    return now is then
+    if isinstance(now, EmbeddingTable | Accountant) or inspect.isfunction(now):
+        return now is then  # tables are read-only; a ledger's spend is not a setting
+    return False
 
 
 def _documents(X: Any) -> Iterable[Any]:
