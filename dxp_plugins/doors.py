@@ -446,7 +446,16 @@ def load_embeddings_setting(
     from . import registry
 
     loader = registry.resolve(registry.embeddings, embeddings)
-    table = shared_table(embeddings, loader, params, lambda: _load(embeddings, loader, params))
+
+    def load() -> EmbeddingTable:
+        call = _call_params(loader, params)
+        raw = shared_table(embeddings, loader, call, lambda: _load(embeddings, loader, call))
+        return _cut(embeddings, raw, vocab_size)
+
+    # The door's table (cut to vocab_size when the loader returned more rows) is shared
+    # between doors; the loader's own table with load_embeddings (diff review F1: one
+    # shared value for both let whichever loaded first decide what the other got).
+    table = _shared("door", embeddings, loader, params, load)
     _LATEST_TABLE[:] = [table]  # a door's, kept for the next clone in a grid search
     return table
 
@@ -454,17 +463,27 @@ def load_embeddings_setting(
 def shared_table(
     name: str, loader: Any, params: dict[str, Any], load: Callable[[], EmbeddingTable]
 ) -> EmbeddingTable:
-    """``load()`` (which calls ``loader(**params)``), or the live table an earlier load of
-    the same name, loader, arguments and files returned: doors and
-    :func:`dxp_plugins.load_embeddings` share one table and its index while any of them
-    holds it. An argument that is not JSON (an object) loads without sharing."""
+    """``load()`` (which returns ``loader(**params)``, checked), or the live table an
+    earlier load of the same name, loader, arguments and files returned:
+    :func:`dxp_plugins.load_embeddings` and the doors share one table and its index while
+    any of them holds it. An argument that is not JSON (an object) loads without sharing."""
+    return _shared("loader", name, loader, params, load)
+
+
+def _shared(
+    kind: str,
+    name: str,
+    loader: Any,
+    params: dict[str, Any],
+    load: Callable[[], EmbeddingTable],
+) -> EmbeddingTable:
     try:
         key = json.dumps(params, sort_keys=True)
     except TypeError:
         return load()
     # The loader itself is part of the key: a name registered again (a notebook cell run
     # twice) is a new table.
-    return _load_shared(name, key, (loader, *_file_stamps(params)), load)
+    return _load_shared((kind, name), key, (loader, *_file_stamps(params)), load)
 
 
 def _check_params(params: Any, setting: str) -> dict[str, Any]:
@@ -524,19 +543,36 @@ def _pos_tags() -> frozenset[str]:
 
 
 # -- embeddings shared between doors ----------------------------------------------------------
+def _call_params(loader: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as the door calls ``loader`` with them: a loader without a ``vocab_size``
+    parameter is called without it (the door then cuts the table: :func:`_cut`)."""
+    if params.get("vocab_size") is not None and not _takes(loader, "vocab_size"):
+        return {key: value for key, value in params.items() if key != "vocab_size"}
+    return params
+
+
+def _cut(name: str, table: EmbeddingTable, vocab_size: int | None) -> EmbeddingTable:
+    """The ``vocab_size`` most frequent words of a loader's table that has more rows (a
+    loader that takes no ``vocab_size``, or returned more); one without a frequency rank
+    is refused."""
+    if vocab_size is None or len(table) <= vocab_size:
+        return table
+    if table.frequency_rank is None:
+        raise ValueError(
+            f"embeddings {name!r}: vocab_size keeps the most frequent words, but its loader "
+            f"returned {len(table)} rows and no frequency_rank"
+        )
+    return table.most_frequent(vocab_size)
+
+
 def _load(name: str, loader: Any, params: dict[str, Any]) -> EmbeddingTable:
-    """``loader(**params)`` checked as :func:`dxp_plugins.load_embeddings` checks it. A
-    loader without a ``vocab_size`` parameter is called without it, and the door keeps the
-    ``vocab_size`` most frequent words of what it returns (as of a loader that took it and
-    returned more rows); a table without a frequency rank is then refused. Arguments are
-    bound before the call; a mismatch, or a built-in loader's TypeError (an argument of the
-    wrong type), is a ValueError naming the embeddings. A plugin loader's own errors are
-    left as raised (the CLI withholds their messages: they may quote what the loader read)."""
+    """``loader(**params)`` checked as :func:`dxp_plugins.load_embeddings` checks it.
+    Arguments are bound before the call; a mismatch, or a built-in loader's TypeError (an
+    argument of the wrong type), is a ValueError naming the embeddings. A plugin loader's
+    own errors are left as raised (the CLI withholds their messages: they may quote what
+    the loader read)."""
     from .embeddings import checked_table
 
-    vocab_size = params.get("vocab_size")
-    if vocab_size is not None and not _takes(loader, "vocab_size"):
-        params = {key: value for key, value in params.items() if key != "vocab_size"}
     try:
         inspect.signature(loader).bind(**params)
     except TypeError as error:
@@ -549,14 +585,7 @@ def _load(name: str, loader: Any, params: dict[str, Any]) -> EmbeddingTable:
         if not str(getattr(loader, "__module__", "")).startswith("dxp_plugins."):
             raise
         raise ValueError(f"embeddings {name!r}: {error}") from None
-    if vocab_size is None or len(table) <= vocab_size:
-        return table
-    if table.frequency_rank is None:
-        raise ValueError(
-            f"embeddings {name!r}: vocab_size keeps the most frequent words, but its loader "
-            f"returned {len(table)} rows and no frequency_rank"
-        )
-    return table.most_frequent(vocab_size)
+    return table
 
 
 def _takes(function: Any, parameter: str) -> bool:
@@ -577,7 +606,10 @@ _SHARED_LOCKS: dict[Any, Any] = {}
 
 
 def _load_shared(
-    name: str, params_json: str, stamps: tuple[Any, ...], load: Callable[[], EmbeddingTable]
+    name: tuple[str, str],
+    params_json: str,
+    stamps: tuple[Any, ...],
+    load: Callable[[], EmbeddingTable],
 ) -> EmbeddingTable:
     """Tables are immutable, so doors with the same embeddings share one (and its index);
     ``stamps`` (see :func:`_file_stamps`) makes an edited vectors file a new key. A lock per
@@ -600,7 +632,10 @@ _LATEST_TABLE: list[EmbeddingTable] = []
 
 
 def _load_cached(
-    name: str, params_json: str, stamps: tuple[Any, ...], load: Callable[[], EmbeddingTable]
+    name: tuple[str, str],
+    params_json: str,
+    stamps: tuple[Any, ...],
+    load: Callable[[], EmbeddingTable],
 ) -> EmbeddingTable:
     """Called holding the setting's lock (:func:`_load_shared`)."""
     key = (name, params_json, stamps)
@@ -616,8 +651,8 @@ STAMPED_ENTRIES = 256
 
 
 def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
-    """(name, size, mtime, inode) of each argument naming an existing file, e.g. ``path``,
-    and of the first :data:`STAMPED_ENTRIES` files directly inside one naming a directory
+    """(name, size, mtime, ctime, inode) of each argument naming an existing file, e.g.
+    ``path``, and of the first :data:`STAMPED_ENTRIES` files directly inside one naming a directory
     (a plugin's ``data_dir``): an edited file is a new key. Data a loader finds by other
     means (an environment variable, a service) is loaded once per process."""
     stamps: list[tuple[Any, ...]] = []
@@ -626,14 +661,24 @@ def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
             continue
         if os.path.isfile(value):
             status = os.stat(value)
-            stamps.append((key, status.st_size, status.st_mtime_ns, status.st_ino))
+            stamps.append(
+                (key, status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino)
+            )
         elif os.path.isdir(value):
             try:  # unreadable, or a file gone meanwhile: the loader says what it can read
                 with os.scandir(os.fspath(value)) as entries:
                     files = sorted((e for e in entries if e.is_file()), key=lambda e: str(e.name))
                 for entry in files[:STAMPED_ENTRIES]:
                     status = entry.stat()
-                    stamps.append((key, str(entry.name), status.st_size, status.st_mtime_ns))
+                    stamps.append(
+                        (
+                            key,
+                            str(entry.name),
+                            status.st_size,
+                            status.st_mtime_ns,
+                            status.st_ctime_ns,
+                        )
+                    )
             except OSError:
                 stamps.append((key, "unreadable"))
     return tuple(stamps)

@@ -387,3 +387,64 @@ def test_load_embeddings_keeps_its_type_error_when_a_door_cut_the_table(monkeypa
     assert len(doors.load_embeddings_setting("no-vocab-test.v1", {}, 50)) == 50
     with pytest.raises(TypeError):
         dxp.load_embeddings("no-vocab-test.v1", vocab_size=50)
+
+
+def test_a_door_cuts_a_shared_loader_table_whichever_loaded_first(monkeypatch):
+    """Diff review F1: load_embeddings and the doors shared one value per arguments, but a
+    door cuts a loader's table to vocab_size (refusing one without a rank) and
+    load_embeddings does not: whichever loaded first decided what the other got (a door
+    asked for 300 words used 400; the refusal vanished)."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(400)]
+    vectors = rng.normal(size=(400, 8)).astype(np.float32)
+
+    def ranked(vocab_size=None):  # ignores vocab_size
+        return dxp.EmbeddingTable(words, vectors, frequency_rank=np.arange(400))
+
+    def unranked(vocab_size=None):
+        return dxp.EmbeddingTable(words, vectors)
+
+    for order in ("door first", "user first"):
+        name = f"uncut-{order.split()[0]}.v1"
+        register(monkeypatch, "embeddings", name, ranked)
+        door = dxp.TextPrivatizer(embeddings=name, vocab_size=300, epsilon=1.0)
+        if order == "door first":
+            door.fit(["x"])
+            mine = dxp.load_embeddings(name, vocab_size=300)
+        else:
+            mine = dxp.load_embeddings(name, vocab_size=300)
+            door.fit(["x"])
+        assert len(door.mechanism_.embeddings) == 300, order
+        assert len(mine) == 400, order  # the loader's own table, as it returned it
+    register(monkeypatch, "embeddings", "uncut-norank.v1", unranked)
+    mine = dxp.load_embeddings("uncut-norank.v1", vocab_size=300)
+    with pytest.raises(ValueError, match="no frequency_rank"):
+        dxp.TextPrivatizer(embeddings="uncut-norank.v1", vocab_size=300, epsilon=1.0).fit(["x"])
+    assert len(mine) == 400
+
+
+def test_a_file_rewritten_with_the_same_size_and_mtime_is_loaded_again(tmp_path, monkeypatch):
+    """Diff review F5: a same-size rewrite within the file system's time resolution kept
+    its stamp (size, mtime, inode) and served the old table; the change time is stamped
+    too."""
+    import os
+
+    path = tmp_path / "vectors.txt"
+    calls = []
+
+    def loader(path, vocab_size=None):
+        calls.append(path)
+        with open(path, encoding="utf-8") as lines:
+            rows = [line.split() for line in lines]
+        return dxp.EmbeddingTable(
+            [r[0] for r in rows], np.array([[float(x) for x in r[1:]] for r in rows])
+        )
+
+    register(monkeypatch, "embeddings", "stamped-test.v1", loader)
+    path.write_text("a 1 0\nb 0 1\nc 1 1\n", encoding="utf-8")
+    first = dxp.load_embeddings("stamped-test.v1", path=str(path))
+    stat = path.stat()
+    path.write_text("a 2 0\nb 0 2\nc 2 2\n", encoding="utf-8")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # a coarse clock: same mtime
+    second = dxp.load_embeddings("stamped-test.v1", path=str(path))
+    assert len(calls) == 2 and second.fingerprint != first.fingerprint
