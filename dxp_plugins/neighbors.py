@@ -431,10 +431,14 @@ class HNSWIndex(NeighborIndex):
         return folder / name if trusted(folder) else None
 
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
-        """The table's graph for ``m`` and ``ef_construction``, shared by the indexes of every
-        ``ef_search`` (each passes its own to the search): a second ``ef_search`` value cost a
-        second graph, +179 MiB at 400k words (memory review, twenty-first session)."""
-        key = ("hnsw-graph", self._m, self._ef_construction)
+        """The table's graph for ``m``, ``ef_construction`` and ``disk_cache``, shared by
+        the indexes of every ``ef_search`` (each passes its own to the search): a second
+        ``ef_search`` value cost a second graph, +179 MiB at 400k words (memory review,
+        twenty-first session)."""
+        # disk_cache in the key: an index that asked for no cache must not be served a
+        # graph read from it, nor keep one that is to be stored from being stored (diff
+        # review F6).
+        key = ("hnsw-graph", self._m, self._ef_construction, self._disk_cache)
         return _build_once(self._graphs, key, lambda: self._build_graph(faiss, vectors))
 
     def _build_graph(self, faiss: Any, vectors: np.ndarray) -> Any:

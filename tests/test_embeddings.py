@@ -488,3 +488,18 @@ def test_unreadable_text_files_are_named(tmp_path):
     short.write_text("5 2\nthe 1 0\ncat 0 1\n")
     with pytest.raises(ValueError, match=r"short\.txt: the file ends before"):
         dxp.load_embeddings("keyed-vectors.v1", path=short)
+
+
+def test_a_tables_name_is_read_only_and_old_pickles_keep_it(glove_5k):
+    """Diff review N4: the name (part of a mechanism's ledger unit) was the one mutable
+    field of a table that load_embeddings and the doors now share."""
+    import pickle
+
+    table = dxp.EmbeddingTable(["a", "b"], [[0.0, 1.0], [1.0, 0.0]], name="mine")
+    with pytest.raises(AttributeError):
+        table.name = "yours"
+    old_style = {**pickle.loads(pickle.dumps(table)).__dict__}
+    old_style["name"] = old_style.pop("_name")
+    revived = dxp.EmbeddingTable.__new__(dxp.EmbeddingTable)
+    revived.__setstate__(old_style)
+    assert revived.name == "mine" and "name" not in revived.__dict__

@@ -662,3 +662,17 @@ def test_a_table_too_small_to_tell_apart_is_warned_about(glove_5k, method, tmp_p
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dxp.Madlib(fine, 5.0, index=method).privatize(["the"])
+
+
+def test_the_disk_cache_setting_keeps_its_own_graph(tmp_path, monkeypatch):
+    """Diff review F6: with one graph per (m, ef_construction), an index asking for no disk
+    cache used a graph read from it, and one asking for the cache never stored a graph a
+    no-cache index had built first."""
+    monkeypatch.setenv("DXP_CACHE", str(tmp_path))
+    rng = np.random.default_rng(0)
+    table = EmbeddingTable([f"w{i}" for i in range(600)], rng.normal(size=(600, 8)))
+    off = get_index(table, "hnsw", m=8, disk_cache=False)
+    assert not (tmp_path / "indexes").exists() or not any((tmp_path / "indexes").iterdir())
+    on = get_index(table, "hnsw", m=8, disk_cache=True, ef_search=32)
+    assert on._data is not off._data
+    assert len(list((tmp_path / "indexes").glob("hnsw-*-m8-efc40.faiss"))) == 1

@@ -87,7 +87,7 @@ class EmbeddingTable:
         self._words = word_tuple
         self._vectors = matrix
         self._rank = self._check_rank(frequency_rank, len(word_tuple))
-        self.name = name
+        self._name = name
         self._key_to_id: dict[str, int] | None = None
         self._fingerprint: str | None = None
         #: Derived public structures (nearest-neighbour indexes, ...) keyed by their settings.
@@ -119,6 +119,13 @@ class EmbeddingTable:
     def frequency_rank(self) -> np.ndarray | None:
         """Public frequency rank per row (0 = most frequent), or None when unknown."""
         return self._rank
+
+    @property
+    def name(self) -> str | None:
+        """The human-readable label given at construction. Read-only like the rest of the
+        table: it is part of a mechanism's ledger unit, and loads of the same settings share
+        one table between the user and the doors (diff review N4, twenty-second session)."""
+        return self._name
 
     @property
     def dim(self) -> int:
@@ -155,6 +162,9 @@ class EmbeddingTable:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "name" in state:  # pickled before the name was read-only
+            state = dict(state)
+            state["_name"] = state.pop("name")
         self.__dict__.update(state)
         # An unpickled array owns its memory and could be made writable again; re-freeze
         # over bytes, in native float32 / int64 (even from a host of the other byte order).

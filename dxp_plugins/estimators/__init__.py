@@ -24,3 +24,6 @@ else:
         if name in _LAZY:
             return getattr(importlib.import_module(_LAZY[name], __name__), name)
         raise AttributeError(f"module 'dxp_plugins.estimators' has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})

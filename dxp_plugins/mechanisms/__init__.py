@@ -25,6 +25,9 @@ else:
             return getattr(importlib.import_module(_LAZY[name], __name__), name)
         raise AttributeError(f"module 'dxp_plugins.mechanisms' has no attribute {name!r}")
 
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
+
 
 def make_mechanism(name: str, embeddings: EmbeddingTable | str, **params: Any) -> Mechanism:
     """Build a mechanism by registry name (entry-point group ``dxp_plugins_mechanisms``).

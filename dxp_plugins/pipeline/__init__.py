@@ -109,3 +109,6 @@ else:
 
             return Privatizer
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), "Privatizer"})

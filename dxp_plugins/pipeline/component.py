@@ -308,6 +308,10 @@ class Privatizer:
             ) from None
         # doc.text is the tokens' texts with their whitespace (no second read of the Doc).
         blank = [is_invisible(detokenize(text.words, text.spaces)) for text in texts]
+        # Where token._.set would store each token's value: its character offset, read
+        # from the Doc now (summing token lengths missed a Doc whose whitespace was edited
+        # through from_array: diff review F4).
+        offsets = [doc.to_array("IDX").tolist() for doc in docs]
         if self.mode == "replace":
             self._check_no_listeners_after()
         mechanism = self.mechanism
@@ -326,14 +330,14 @@ class Privatizer:
         # From here on nothing reads the Docs' strings: only their user data is written.
         is_word = vocabulary_test(mechanism)
         processed = []
-        for doc, text, is_blank, (words, guarantee) in zip(
-            docs, texts, blank, results, strict=True
+        for doc, text, is_blank, starts, (words, guarantee) in zip(
+            docs, texts, blank, offsets, results, strict=True
         ):
             spaces = private_spaces(words, text.spaces, text.selected, is_word)
             if self.mode == "replace":
                 doc = self._replacement(doc, words, spaces, is_blank)
             else:
-                _set_token_values(doc, text, words, self.token_attr)
+                _set_token_values(doc, starts, words, self.token_attr)
                 # Whitespace-only input releases "" like the other doors (PRIVACY.md 22).
                 private = "" if is_blank else detokenize(words, spaces)
                 doc._.set(self.doc_attr, private)
@@ -603,25 +607,21 @@ def _without_file_locations(
     return without(saved, saved_params), without(current, current_params)
 
 
-def _set_token_values(doc: Doc, text: TokenizedText, words: list[str], attr: str) -> None:
+def _set_token_values(doc: Doc, starts: list[int], words: list[str], attr: str) -> None:
     """``token._.<attr>`` of each token of ``doc`` set to its private word. For a plain-value
     extension (what :func:`_install_extension` registers) the value goes where spaCy's
-    ``token._.set`` puts it, ``doc.user_data[("._.", attr, token.idx, None)]``, with each
-    token's character offset summed from the texts and whitespace read before the charge:
-    no Token object per token (~6x faster), and no second read of the Doc. An extension
-    re-registered since with a setter or getter is set through spaCy."""
+    ``token._.set`` puts it, ``doc.user_data[("._.", attr, token.idx, None)]``, with the
+    tokens' offsets ``starts`` read before the charge: no Token object per token (~6x
+    faster). An extension re-registered since with a getter, setter or method is set
+    through spaCy."""
     _default, method, getter, setter = Token.get_extension(attr) or (None,) * 4
     if method is not None or getter is not None or setter is not None:
         for token, word in zip(doc, words, strict=True):
             token._.set(attr, word)
         return
-    if len(words) != len(doc):
-        raise ValueError("the private words do not match the Doc's tokens")
     user_data: dict[Any, Any] = doc.user_data
-    offset = 0
-    for word, raw, space in zip(words, text.words, text.spaces, strict=True):
-        user_data[("._.", attr, offset, None)] = word
-        offset += len(raw) + len(space)
+    for word, start in zip(words, starts, strict=True):
+        user_data[("._.", attr, start, None)] = word
 
 
 def _install_extension(owner: type[Doc] | type[Token], attr: str) -> None:
