@@ -618,32 +618,22 @@ def _load_shared(
     # The lock's key leaves out the loader (stamps[0]): a lock is kept per setting for the
     # life of the process, and must not keep every loader registered again alive.
     with key_lock(_SHARED_LOCKS, (name, params_json, stamps[1:])):
-        return _load_cached(name, params_json, stamps, load)
+        key = (name, params_json, stamps)
+        table = _LIVE_TABLES.get(key)
+        if table is None:
+            table = load()
+            _LIVE_TABLES[key] = table
+        return table
 
 
-#: The doors' tables by setting, while any door or mechanism uses one, and the latest one
-#: (kept for the next clone in a grid search). An ``lru_cache`` of four kept four 400k
+#: Loaders' and doors' tables by setting, while anything holds one, and the latest door
+#: table (kept for the next clone in a grid search). An ``lru_cache`` of four kept four 400k
 #: tables and their indexes for the life of the process: 670 MiB after a grid over
 #: ``vocab_size`` with every estimator deleted (memory review, twenty-first session).
 _LIVE_TABLES: weakref.WeakValueDictionary[tuple[Any, ...], EmbeddingTable] = (
     weakref.WeakValueDictionary()
 )
 _LATEST_TABLE: list[EmbeddingTable] = []
-
-
-def _load_cached(
-    name: tuple[str, str],
-    params_json: str,
-    stamps: tuple[Any, ...],
-    load: Callable[[], EmbeddingTable],
-) -> EmbeddingTable:
-    """Called holding the setting's lock (:func:`_load_shared`)."""
-    key = (name, params_json, stamps)
-    table = _LIVE_TABLES.get(key)
-    if table is None:
-        table = load()
-        _LIVE_TABLES[key] = table
-    return table
 
 
 #: Entries of a directory argument stamped (a plugin's data folder), in name order.
