@@ -1,10 +1,13 @@
 """What each front door costs over the mechanism itself, and what batching buys.
 
     .venv/bin/python benchmarks/bench_doors.py [--sentences 2000] [--vocab-size 20000]
+        [--mechanism madlib|tem|brr]
 
-Workload: the first N Pang & Lee review sentences (dxp_plugins.datasets), Madlib at
-epsilon 10 over the most frequent GloVe words, exact search. All doors share one embedding
-table and faiss index (built before timing). Reports words/s and the ratio to the bare
+Workload: the first N Pang & Lee review sentences (dxp_plugins.datasets), a mechanism
+(Madlib by default, exact search) at epsilon 10 over the most frequent GloVe words. All
+doors share one embedding table and its indexes (built before timing). TEM, whose
+mechanism time is small once its laws are cached, shows what the doors themselves cost;
+its results go to ``doors_tem.json``. Reports words/s and the ratio to the bare
 mechanism call on pre-tokenized text, measured in one run (best of 3).
 """
 
@@ -37,17 +40,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sentences", type=positive_int, default=2000)
     parser.add_argument("--vocab-size", type=glove_vocab, default=20_000)
     parser.add_argument("--epsilon", type=epsilon_arg, default=10.0)
+    parser.add_argument("--mechanism", choices=["madlib", "tem", "brr"], default="madlib")
     args = parser.parse_args(argv)
 
     texts = [text.strip() for text in load_pang_lee("sentences")[0][: args.sentences]]
     tokenized = [tokenize(text) for text in texts]
     selected = [[w for w, keep in zip(t.words, t.selected, strict=True) if keep] for t in tokenized]
     words = sum(map(len, selected))
-    settings = {"epsilon": args.epsilon, "vocab_size": args.vocab_size}
+    settings = {
+        "epsilon": args.epsilon,
+        "vocab_size": args.vocab_size,
+        "mechanism": args.mechanism,
+    }
 
     table = dxp.load_embeddings("glove-6b-50d", vocab_size=args.vocab_size)
-    mechanism = dxp.Madlib(table, epsilon=args.epsilon)
-    mechanism.privatize(["warm", "up"])  # builds the faiss index once for every door
+    mechanism = dxp.make_mechanism(args.mechanism, table, epsilon=args.epsilon)
+    mechanism.privatize(["warm", "up"])  # builds the index once for every door
     step = TextPrivatizer(**settings).fit(texts)
     # A capped ledger makes each call one charge: the texts are tokenized once more to count
     # their tokens before any noise (text.privatize_all); the cap is never reached here.
@@ -89,13 +97,17 @@ def main(argv: list[str] | None = None) -> None:
         for name, value in seconds.items()
     ]
     headers = ["path", "words/s", "time / bare mechanism", "ms per text"]
-    print(f"{len(texts)} sentences, {words:,} privatized words, vocab {args.vocab_size:,}")
+    print(
+        f"{len(texts)} sentences, {words:,} privatized words, {args.mechanism}, "
+        f"vocab {args.vocab_size:,}"
+    )
     print(f"{machine()}; peak RSS {peak_rss_mb():.0f} MiB\n")
     print(markdown_table(headers, rows))
     save(
-        "doors",
+        "doors" if args.mechanism == "madlib" else f"doors_{args.mechanism}",
         {
             "command": " ".join(sys.argv),
+            "mechanism": args.mechanism,
             "texts": len(texts),
             "words": words,
             "vocab_size": args.vocab_size,
