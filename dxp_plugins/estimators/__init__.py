@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._openmp import prefer_sleeping_threads
 
@@ -19,11 +18,6 @@ if TYPE_CHECKING:  # type checkers see the classes; a misspelt name is an error 
     from .lplp import LPLPTransformer as LPLPTransformer
     from .text import TextPrivatizer as TextPrivatizer
 else:
+    from .._lazy import lazy_exports
 
-    def __getattr__(name: str) -> Any:
-        if name in _LAZY:
-            return getattr(importlib.import_module(_LAZY[name], __name__), name)
-        raise AttributeError(f"module 'dxp_plugins.estimators' has no attribute {name!r}")
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -3,7 +3,6 @@ classes are imported on first use, as ``dxp_plugins`` imports them."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +18,9 @@ if TYPE_CHECKING:
     from .madlib import Madlib as Madlib
     from .tem import TEM as TEM
 else:
+    from .._lazy import lazy_exports
 
-    def __getattr__(name: str) -> Any:
-        if name in _LAZY:
-            return getattr(importlib.import_module(_LAZY[name], __name__), name)
-        raise AttributeError(f"module 'dxp_plugins.mechanisms' has no attribute {name!r}")
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 def make_mechanism(name: str, embeddings: EmbeddingTable | str, **params: Any) -> Mechanism:

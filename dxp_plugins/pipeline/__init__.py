@@ -99,16 +99,7 @@ __all__ = ["DEFAULT_CONFIG", "Privatizer", "make_privatizer"]
 
 if TYPE_CHECKING:  # an explicit re-export for type checkers
     from .component import Privatizer as Privatizer
-else:
+else:  # Privatizer (the component's class, for cast/isinstance), imported on first use
+    from .._lazy import lazy_exports
 
-    def __getattr__(name: str) -> Any:
-        """``Privatizer`` (the component's class, for ``cast``/``isinstance``), imported on
-        first use so that the entry point stays cheap."""
-        if name == "Privatizer":
-            from .component import Privatizer
-
-            return Privatizer
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), "Privatizer"})
+    __getattr__, __dir__ = lazy_exports(__name__, {"Privatizer": ".component"})
