@@ -311,9 +311,7 @@ class Privatizer:
         # Where token._.set would store each token's value: its character offset, read
         # from the Doc now (summing token lengths missed a Doc whose whitespace was edited
         # through from_array: diff review F4).
-        offsets = [
-            [] if self.mode == "replace" else doc.to_array("IDX").tolist() for doc in docs
-        ]
+        offsets = [[] if self.mode == "replace" else doc.to_array("IDX").tolist() for doc in docs]
         if self.mode == "replace":
             self._check_no_listeners_after()
         mechanism = self.mechanism
