@@ -19,7 +19,7 @@ Words without a vector (or without a public rank) follow one documented public r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,9 +208,3 @@ def make_groups(name: str, context: GroupingContext, **params: Any) -> np.ndarra
         raise ValueError(f"n_groups ({n_groups}) cannot exceed the {n_features} features")
     grouping = registry.resolve(registry.groupings, name)
     return check_partition(grouping(context, **params), n_features, n_groups)
-
-
-def group_members(labels: np.ndarray, n_groups: int) -> Sequence[np.ndarray]:
-    """The features of each group (ascending)."""
-    order = np.argsort(labels, kind="stable")
-    return np.split(order, np.cumsum(np.bincount(labels, minlength=n_groups))[:-1])
