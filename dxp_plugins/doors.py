@@ -309,14 +309,6 @@ def entity_labels(nlp: Any) -> frozenset[str] | None:
     return frozenset(labels) if found else None
 
 
-def load_pipeline(name: str) -> Any:
-    """An installed spaCy pipeline, loaded once per thread and shared by the doors, which
-    use it inside ``memory_zone`` (:func:`dxp_plugins.text.forgetting`)."""
-    from .text import shared_pipeline
-
-    return shared_pipeline(name)
-
-
 def _select(
     pos: tuple[str, ...],
     entities: tuple[str, ...],

