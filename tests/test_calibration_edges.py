@@ -266,3 +266,18 @@ def test_an_s_w_target_above_the_vocabulary_is_refused_before_any_draw():
         choose_epsilon(build, ["w1"], min_s_w=31, method="monte_carlo", epsilons=[1.0])
     assert drawn == []
     choose_epsilon(lambda e: dxp.TEM(table, e), ["w1"], min_s_w=30, epsilons=[0.01])  # exact
+
+
+@pytest.mark.parametrize("max_work", [-1, 2.5, True])
+def test_privacy_ratio_checks_max_work_as_distance_summary_does(max_work):
+    """A bad budget of the P_d^max search is refused by both entry points (privacy_ratio
+    used to pass it on unchecked: -1 silently gave a bracket instead of a ValueError)."""
+    from dxp_plugins.calibration import distance_summary, privacy_ratio
+
+    rng = np.random.default_rng(0)
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(20)], rng.normal(size=(20, 3)))
+    errors = (TypeError, ValueError)
+    with pytest.raises(errors, match="max_work"):
+        distance_summary(table, max_work=max_work)
+    with pytest.raises(errors, match="max_work"):
+        privacy_ratio(table, table, metric_b="manhattan", max_work=max_work)

@@ -33,15 +33,28 @@ class DistanceSummary:
     maximum_exact: bool
 
 
-def _sample_pairs(size: int, count: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """``count`` uniform pairs of distinct words, or every pair when there are fewer."""
+def _check_sampling(n_pairs: Any, confidence: Any, max_work: Any) -> tuple[int, float, int]:
+    """The checked ``(n_pairs, confidence, max_work)`` of :func:`distance_summary` and
+    :func:`~dxp_plugins.calibration.privacy_ratio`."""
+    return (
+        check_int(n_pairs, "n_pairs", minimum=2),
+        check_probability(confidence, "confidence"),
+        check_int(max_work, "max_work", minimum=0),
+    )
+
+
+def _sample_pairs(
+    size: int, count: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``count`` uniform pairs of distinct words ``(i, j, False)``, or every pair
+    ``(i, j, True)`` when there are fewer."""
     if size * (size - 1) // 2 <= count:
         i, j = np.triu_indices(size, k=1)
-        return i, j, np.array(True)
+        return i, j, True
     i = rng.integers(0, size, count)
     j = rng.integers(0, size - 1, count)
     j += j >= i
-    return i, j, np.array(False)
+    return i, j, False
 
 
 def _mean_interval(values: np.ndarray, z: float, exact: bool) -> tuple[float, tuple[float, float]]:
@@ -125,9 +138,7 @@ def distance_summary(
     ``[maximum, maximum_upper]`` with ``maximum_exact=False``.
     """
     resolved = _space(space, metric)
-    n_pairs = check_int(n_pairs, "n_pairs", minimum=2)
-    confidence = check_probability(confidence, "confidence")
-    max_work = check_int(max_work, "max_work", minimum=0)
+    n_pairs, confidence, max_work = _check_sampling(n_pairs, confidence, max_work)
     i, j, exact = _sample_pairs(resolved.size, n_pairs, np.random.default_rng(random_state))
     values = resolved.pairs(i, j)
-    return _summarise(resolved, values, bool(exact), confidence, max_work)
+    return _summarise(resolved, values, exact, confidence, max_work)

@@ -9,9 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_epsilon, check_int, check_probability
+from .._validation import check_choice, check_epsilon
 from ..errors import DxpWarning, warn
-from .pairwise import DEFAULT_MAX_WORK, DistanceSummary, _sample_pairs, _summarise, _z
+from .pairwise import (
+    DEFAULT_MAX_WORK,
+    DistanceSummary,
+    _check_sampling,
+    _sample_pairs,
+    _summarise,
+    _z,
+)
 from .spaces import _space
 
 
@@ -53,8 +60,7 @@ def privacy_ratio(
     are one metric on one table (Madlib and TEM on it) warn: R is 1 by construction.
     """
     space_a, space_b = _space(a, metric_a), _space(b, metric_b)
-    n_pairs = check_int(n_pairs, "n_pairs", minimum=2)
-    confidence = check_probability(confidence, "confidence")
+    n_pairs, confidence, max_work = _check_sampling(n_pairs, confidence, max_work)
     rng = np.random.default_rng(random_state)
     paired = space_a.identity == space_b.identity and space_a.size == space_b.size
     i, j, exact_a = _sample_pairs(space_a.size, n_pairs, rng)
@@ -71,8 +77,8 @@ def privacy_ratio(
             "calibrate each by plausible deniability (choose_epsilon)",
             DxpWarning,
         )
-    sa = _summarise(space_a, values_a, bool(exact_a), confidence, max_work)
-    sb = _summarise(space_b, values_b, bool(exact_b), confidence, max_work)
+    sa = _summarise(space_a, values_a, exact_a, confidence, max_work)
+    sb = _summarise(space_b, values_b, exact_b, confidence, max_work)
     if sb.average <= 0 or sb.maximum <= 0:
         raise ValueError("P_dB is zero: every pair of words is at distance 0 in metric B")
     ratio = sa.average / sb.average
