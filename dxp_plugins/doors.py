@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from .mechanisms.base import Mechanism
 
 #: Documents per mechanism call in every door: spaCy's own ``nlp.pipe`` default, so that one
-#: seed gives the same words through each door (seeded TEM draws depend on the batch).
+#: seed gives the same words through each door (seeded TEM draws depend on the batch). A
+#: batch also closes at :data:`~dxp_plugins.text.BATCH_CHARS` characters, whichever first.
 DEFAULT_BATCH_SIZE = 1000
 #: Parameters a door sets itself; they may not appear in ``mechanism_params``.
 RESERVED_MECHANISM_PARAMS = ("embeddings", "epsilon", "oov", "random_state", "accountant")

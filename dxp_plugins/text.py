@@ -305,7 +305,8 @@ def privatize_texts(
     nlp: Any = None,
 ) -> Iterator[PrivateText]:
     """Privatize texts lazily, ``batch_size`` documents per mechanism call (default 1000, as
-    in every door: seeded draws depend on the batches).
+    in every door: seeded draws depend on the batches), or fewer when a batch reaches
+    :data:`BATCH_CHARS` characters first.
 
     A batch is charged, and its noise drawn, when its first text is asked for: stopping
     early (``itertools.islice``, a ``break``) leaves the rest of that batch charged though

@@ -249,7 +249,7 @@ def _oov_words(count: int) -> list[str]:
 @pytest.mark.parametrize("name", ["madlib", "tem", "brr"])
 def test_a_release_mostly_out_of_vocabulary_warns_with_counts_only(glove_5k, name):
     """Text the table cannot read (another language, a small vocab_size) comes out as words
-    drawn around the UNK point: say so, with counts and never a token (PRIVACY.md 18)."""
+    drawn around the UNK point: say so, with counts and never a token (DESIGN.md)."""
     from dxp_plugins.mechanisms.base import OOV_WARN_MIN
 
     mech = dxp.make_mechanism(name, glove_5k, epsilon=5.0)

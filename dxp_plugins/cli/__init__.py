@@ -1,4 +1,5 @@
-"""The ``dxp`` command line: privatize text files, list embeddings and mechanisms.
+"""The ``dxp`` command line: privatize text files, calibrate epsilon, list embeddings and
+mechanisms.
 
     dxp privatize notes.txt --epsilon 10                 # one document per line
     dxp privatize data.jsonl --field text --epsilon 10   # JSON lines: writes the private field only

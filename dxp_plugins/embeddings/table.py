@@ -225,7 +225,7 @@ class EmbeddingTable:
             raise TypeError(f"tokens must be a sequence of str, not one {kind}: use [word]")
         if not set(map(type, tokens)) <= {str}:  # fast when every token is exactly a str
             for position, token in enumerate(tokens):
-                if not isinstance(token, str):  # its type only: never the value (PRIVACY.md 18)
+                if not isinstance(token, str):  # its type only: never the value (DESIGN.md)
                     raise TypeError(f"token {position} is a {type(token).__name__}, not str")
         return self._rows(tokens)
 

@@ -79,7 +79,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     batch_size:
         Texts per mechanism call (default 1000, as spaCy's ``nlp.pipe``: one seed then
         gives the same words through every door; the seeded draws of every mechanism depend
-        on the batch).
+        on the batch); a batch also closes at 4 Mi characters, whichever comes first.
         The one parameter that may change between ``fit`` and ``transform``: any other
         change makes ``transform`` refuse until the next ``fit``.
     accountant:

@@ -194,7 +194,7 @@ def sample_two_sided_geometric(
     size = int(np.prod(shape))
     alpha = np.exp(-rate)
     nonzero = 2.0 * alpha / (1.0 + alpha)
-    if nonzero >= SPARSE_BELOW:
+    if is_dense(rate):  # the release's own split decision (same expression)
         return (geometric(rng, size, rate) - geometric(rng, size, rate)).reshape(shape)
     noise = np.zeros(size, dtype=np.int64)
     if nonzero > 0:

@@ -338,7 +338,7 @@ class Mechanism(ABC):
         return outputs, guarantees
 
     def _warn_if_mostly_oov(self, ids: np.ndarray) -> None:
-        """An :class:`~dxp_plugins.OOVWarning` (no tokens, PRIVACY.md 18) when most
+        """An :class:`~dxp_plugins.OOVWarning` (no tokens, DESIGN.md) when most
         tokens of a release under ``oov="unk"`` were out of vocabulary. ``"raise"`` refused
         them; ``"passthrough"`` warned when it was chosen and counts them in the record."""
         if self.oov != "unk":

@@ -247,7 +247,8 @@ class Privatizer:
         return self._privatize([doc], in_batch=False)[0]
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[Doc]:
-        """Privatize ``batch_size`` docs per mechanism call (one shared neighbour search).
+        """Privatize ``batch_size`` docs per mechanism call (one shared neighbour search;
+        fewer when a batch reaches 4 Mi characters first).
 
         A batch that fails goes to the error handler (``nlp.set_error_handler``), as in
         spaCy's own components, and its docs are not yielded. A refused batch (an OOV token
