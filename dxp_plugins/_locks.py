@@ -27,9 +27,10 @@ def fork_safe_lock(holder: Any) -> threading.Lock:
 
 def key_lock(store: MutableMapping[Any, Any], key: Hashable) -> threading.Lock:
     """The lock of ``key``, kept in ``store`` as ``(pid, lock)`` and made on first use: a
-    first computation per key (``neighbors._build_once``, ``doors._load_shared``) runs once
-    while other keys do not wait. A lock made in another process (inherited by fork, maybe
-    held by a thread the child does not have) is replaced."""
+    first computation per key (``neighbors._build_once``,
+    ``embeddings.shared._load_shared``) runs once while other keys do not wait. A lock made
+    in another process (inherited by fork, maybe held by a thread the child does not have)
+    is replaced."""
     with _KEY_LOCKS_GUARD:
         owner, lock = store.get(key, (None, None))
         if owner != os.getpid() or lock is None:

@@ -164,6 +164,7 @@ def test_a_door_table_nothing_uses_is_freed_but_the_latest():
     import weakref
 
     from dxp_plugins import doors
+    from dxp_plugins.embeddings import shared
 
     tables = [doors.load_embeddings_setting("glove-6b-50d", {}, size) for size in (1231, 1232)]
     in_use = doors.load_embeddings_setting("glove-6b-50d", {}, 1233)
@@ -174,7 +175,7 @@ def test_a_door_table_nothing_uses_is_freed_but_the_latest():
     gc.collect()
     assert [ref() for ref in refs] == [None, None]  # used by nothing: freed
     assert doors.load_embeddings_setting("glove-6b-50d", {}, 1233) is in_use  # in use: kept
-    assert len(doors._LATEST_TABLE[0]) == 1233
+    assert len(shared._LATEST_TABLE[0]) == 1233
 
 
 def test_any_registered_mechanism_builds_with_its_options(monkeypatch, glove_5k):
@@ -317,16 +318,17 @@ def test_threads_at_first_use_of_a_setting_share_one_load(monkeypatch):
     import time
 
     from dxp_plugins import doors
+    from dxp_plugins.embeddings import shared
 
     loads = []
-    load = doors._load
+    load = shared._load
 
     def slow_load(name, loader, params):
         loads.append(params)
         time.sleep(0.05)
         return load(name, loader, params)
 
-    monkeypatch.setattr(doors, "_load", slow_load)
+    monkeypatch.setattr(shared, "_load", slow_load)
     barrier = threading.Barrier(8)
     tables: list[dxp.EmbeddingTable | None] = [None] * 8
 
@@ -351,6 +353,7 @@ def test_load_embeddings_and_the_doors_share_one_live_table(monkeypatch, glove_5
     import gc
 
     from dxp_plugins import doors
+    from dxp_plugins.embeddings import shared
 
     calls = []
 
@@ -371,7 +374,7 @@ def test_load_embeddings_and_the_doors_share_one_live_table(monkeypatch, glove_5
     register(monkeypatch, "embeddings", "shared-test.v1", lambda **kw: loader(**kw))
     assert dxp.load_embeddings("shared-test.v1", vocab_size=300) is not mine
     del mine, other, door
-    doors._LATEST_TABLE.clear()
+    shared._LATEST_TABLE.clear()
     gc.collect()
     before = len(calls)
     dxp.load_embeddings("shared-test.v1", vocab_size=300, scale=2.0)

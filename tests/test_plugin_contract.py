@@ -20,7 +20,8 @@ import pytest
 
 import dxp_plugins as dxp
 from dxp_plugins import registry
-from dxp_plugins.doors import DoorSettings, load_embeddings_setting
+from dxp_plugins.doors import DoorSettings
+from dxp_plugins.embeddings.shared import load_embeddings_setting
 from dxp_plugins.mechanisms.base import Mechanism
 from dxp_plugins.mechanisms.madlib import Madlib
 from tests.door_fixtures import own_registrations_undone, register
@@ -287,7 +288,7 @@ def test_the_load_locks_do_not_keep_old_loaders_alive(monkeypatch):
     re-registered loader, with what it closed over."""
     import gc
 
-    from dxp_plugins import doors
+    from dxp_plugins.embeddings import shared
 
     class Loader:
         def __call__(self):
@@ -300,7 +301,7 @@ def test_the_load_locks_do_not_keep_old_loaders_alive(monkeypatch):
     # not monkeypatch: it would keep the replaced loader to restore it
     catalogue.REGISTRY[("dxp_plugins", "embeddings", "locks-test.v1")] = lambda: _ranked("wxyz")
     del old
-    doors._LATEST_TABLE.clear()  # the latest table may keep it (one): the locks must not
+    shared._LATEST_TABLE.clear()  # the latest table may keep it (one): the locks must not
     gc.collect()
     assert gone() is None
 

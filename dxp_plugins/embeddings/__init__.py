@@ -21,14 +21,14 @@ def load_embeddings(name: str = "glove-6b-50d", **kwargs: Any) -> EmbeddingTable
     >>> emb = load_embeddings("glove-6b-50d", vocab_size=100_000)  # doctest: +SKIP
     """
     from .. import registry
-    from ..doors import _takes, shared_table
+    from .shared import shared_table, takes
 
     loader = registry.resolve(registry.embeddings, name)
 
     def load() -> EmbeddingTable:
         return checked_table(name, lambda: loader(**kwargs))
 
-    if "vocab_size" in kwargs and not _takes(loader, "vocab_size"):
+    if "vocab_size" in kwargs and not takes(loader, "vocab_size"):
         return load()  # its TypeError; a door would cut the table itself (not this table)
     return shared_table(name, loader, kwargs, load)
 

@@ -225,7 +225,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
                     "registry name, or an EmbeddingTable for vocab_size)"
                 )
             return None
-        from ..doors import check_embeddings_setting, load_embeddings_setting
+        from ..doors import check_embeddings_setting
+        from ..embeddings.shared import load_embeddings_setting
 
         # The doors' own checks (registered name, loader arguments, vocab_size) and loads.
         return load_embeddings_setting(
