@@ -51,6 +51,49 @@ _ADDED_PARAMS = ("embeddings_params", "vocab_size")
 _ABSENT = object()
 
 
+class _HistogramOnce:
+    """The DP corpus histogram a grouping or the weights ask for (``context.histogram()``),
+    released at most once per ``fit``, with its own budget ``epsilon`` (PRIVACY.md 9).
+
+    ``release``: the calibration of the release of the same counts that follows
+    (:meth:`LPLPTransformer.fit_transform`); then the histogram and that release are charged
+    together, as one charge, before the histogram is drawn (a cap either allows both or
+    refuses both with nothing spent), and :attr:`charged_release` says so."""
+
+    def __init__(
+        self,
+        counts: Any,
+        epsilon: float | None,
+        n_changes: int,
+        rng: np.random.Generator,
+        accountant: Accountant,
+        release: NoiseCalibration | None,
+    ) -> None:
+        self._counts, self._epsilon, self._n_changes = counts, epsilon, n_changes
+        self._rng, self._accountant, self._release = rng, accountant, release
+        self.counts: np.ndarray | None = None
+        self.charged_release: NoiseCalibration | None = None
+
+    def __call__(self) -> np.ndarray:
+        if self.counts is not None:
+            return self.counts
+        epsilon, release = self._epsilon, self._release
+        if epsilon is None:
+            raise ValueError("a DP corpus histogram needs histogram_epsilon (its budget)")
+        ledger: Accountant | None = self._accountant
+        if release is not None:
+            check_histogram(self._counts, epsilon, self._n_changes)  # before the joint charge
+            self._accountant.charge(
+                epsilon + release.epsilon,
+                self._counts.shape[0],
+                unit=lplp_unit(self._n_changes),
+            )
+            self.charged_release = release
+            ledger = None  # charged above: dp_histogram must not charge it again
+        self.counts = dp_histogram(self._counts, epsilon, self._n_changes, self._rng, ledger)
+        return self.counts
+
+
 class LPLPTransformer(TransformerMixin, BaseEstimator):
     """(N, epsilon)-LPLP release of bag-of-words counts with horizontal compression.
 
@@ -254,27 +297,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         X = _validate_counts(self, X, reset=True)
         counts = check_counts(X)
         n_features = counts.shape[1]
-        if self.vocabulary is None:
-            warn(
-                "LPLPTransformer without a vocabulary: its guarantee holds only if the count "
-                "columns are public (a fixed word list, not one CountVectorizer learned from "
-                "the private texts, whose names would be released noiselessly); pass that "
-                "public list as vocabulary= to say so",
-                PrivacyWarning,
-            )
-        n_changes = check_int(self.n_changes, "n_changes", minimum=1)
-        if self.n_groups is None:
-            n_groups = n_features
-        else:
-            n_groups = check_int(self.n_groups, "n_groups", minimum=1)
-            if n_groups > n_features:
-                raise ValueError(
-                    f"n_groups ({n_groups}) exceeds the features: n_features = {n_features}"
-                )
-        if self.grouping_params is not None and not isinstance(self.grouping_params, dict):
-            raise TypeError("grouping_params must be a dict or None")
-        if self.histogram_epsilon is not None:  # checked even when K = M leaves it unused
-            check_epsilon(self.histogram_epsilon, "histogram_epsilon")
+        n_changes, n_groups = self._checked_settings(n_features)
         # Refuse bad release settings before the DP histogram spends anything.
         calibrated = lplp_calibration.calibrate(
             self.epsilon, n_changes, n_features, n_groups, self.calibration
@@ -282,39 +305,22 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         accountant = self.accountant if self.accountant is not None else Accountant.default()
         source = RandomSource(self.random_state)  # the noise: used only by release_
         table = self._embeddings()
-        histogram: dict[str, np.ndarray] = {}
-        charged: list[NoiseCalibration] = []  # the release, charged with the histogram
-
-        def release_histogram() -> np.ndarray:
-            if self.histogram_epsilon is None:
-                raise ValueError("a DP corpus histogram needs histogram_epsilon (its budget)")
-            if "counts" not in histogram:
-                ledger: Accountant | None = accountant
-                if releasing and counts.shape[0]:  # both in one charge, or neither
-                    check_histogram(counts, self.histogram_epsilon, n_changes)  # before it
-                    accountant.charge(
-                        self.histogram_epsilon + calibrated.epsilon,
-                        counts.shape[0],
-                        unit=lplp_unit(n_changes),
-                    )
-                    charged.append(calibrated)
-                    ledger = None
-                histogram["counts"] = dp_histogram(
-                    counts,
-                    self.histogram_epsilon,
-                    n_changes,
-                    source.independent(_HISTOGRAM_STREAM),
-                    ledger,
-                )
-            return histogram["counts"]
-
+        histogram = _HistogramOnce(
+            counts,
+            self.histogram_epsilon,
+            n_changes,
+            source.independent(_HISTOGRAM_STREAM),
+            accountant,
+            # fit_transform: the histogram and the release in one charge, or neither
+            release=calibrated if releasing and counts.shape[0] else None,
+        )
         context = GroupingContext(
             n_features=n_features,
             n_groups=n_groups,
             rng=source.independent(_GROUPING_STREAM),
             words=self._vocabulary(n_features),
             embeddings=table,
-            histogram=release_histogram,
+            histogram=histogram,
         )
         # Nothing spends before every setting is checked: weights that need no histogram
         # first (a bad array is refused before a grouping can release the histogram), then
@@ -342,7 +348,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             calibration=self.calibration,
             grouping=grouping,
             weights_source=weights_source,
-            histogram_epsilon=self.histogram_epsilon if histogram else None,
+            histogram_epsilon=self.histogram_epsilon if histogram.counts is not None else None,
             embeddings=table.fingerprint if table is not None else "",
             random_state=source,
             accountant=accountant,
@@ -350,7 +356,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.groups_ = self.release_.groups
         self.n_groups_ = self.release_.n_groups
         self.weights_ = weights
-        self.histogram_ = histogram.get("counts")
+        self.histogram_ = histogram.counts
         self.calibration_ = calibrated
         self.accountant_ = accountant
         # Arrays, lists and dicts copied (shallow): an in-place edit after fit
@@ -359,7 +365,33 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             name: copy.copy(value) if isinstance(value, np.ndarray | list | dict) else value
             for name, value in self.get_params(deep=False).items()
         }
-        return charged[0] if charged else None
+        return histogram.charged_release
+
+    def _checked_settings(self, n_features: int) -> tuple[int, int]:
+        """``(n_changes, n_groups)`` checked, and every other setting ``fit`` reads before
+        anything spends; warns when no public vocabulary names the columns."""
+        if self.vocabulary is None:
+            warn(
+                "LPLPTransformer without a vocabulary: its guarantee holds only if the count "
+                "columns are public (a fixed word list, not one CountVectorizer learned from "
+                "the private texts, whose names would be released noiselessly); pass that "
+                "public list as vocabulary= to say so",
+                PrivacyWarning,
+            )
+        n_changes = check_int(self.n_changes, "n_changes", minimum=1)
+        if self.n_groups is None:
+            n_groups = n_features
+        else:
+            n_groups = check_int(self.n_groups, "n_groups", minimum=1)
+            if n_groups > n_features:
+                raise ValueError(
+                    f"n_groups ({n_groups}) exceeds the features: n_features = {n_features}"
+                )
+        if self.grouping_params is not None and not isinstance(self.grouping_params, dict):
+            raise TypeError("grouping_params must be a dict or None")
+        if self.histogram_epsilon is not None:  # checked even when K = M leaves it unused
+            check_epsilon(self.histogram_epsilon, "histogram_epsilon")
+        return n_changes, n_groups
 
     def _check_params_unchanged(self) -> None:
         """ValueError when a setting was changed (``set_params``) after ``fit``: the fitted
