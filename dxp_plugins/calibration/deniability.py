@@ -41,7 +41,9 @@ def _first_law(mech: Mechanism, first_id: int) -> np.ndarray | None:
 
 def has_closed_form(mech: Mechanism) -> bool:
     """Whether ``method="auto"`` computes ``mech``'s statistics exactly (its output law has a
-    closed form), rather than by Monte Carlo."""
+    closed form), rather than by Monte Carlo. A probe, not a flag: it computes the law of
+    row 0 (a distance pass over the vocabulary for TEM, ``2^L`` codes for BRR), since a
+    plugin mechanism says so only by implementing ``distribution``."""
     return _first_law(mech, 0) is not None
 
 
