@@ -14,11 +14,16 @@ For epsilon in {0.5, 5} and N in {1, 10}, under SOUND accounting (every row is a
 A second block reproduces the paper's per-entry epsilon' = M*epsilon/K (calibration="paper")
 for GLOVE-CLUSTER and states its TRUE epsilon beside the claimed one.
 
+Each private row is repeated ``--repeats`` times (default 3) with the groupings' and the
+noise's seeds 0, 1, 2, ...: one seed's topic Jaccard moves by as much as the groupings
+differ at heavy noise, so the table gives the mean and the range. LDA's own seed stays 0 (the
+non-private reference topics are fixed).
+
 Default: a public vocabulary of M = 1000 frequent GloVe words (stop words removed), K = M/4,
 2,000 training and 2,000 test documents; ``--full`` uses all 11,293 / 7,528 and writes
 ``results/lplp_20news_full.*`` beside the default-size results.
 
-    .venv/bin/python benchmarks/lplp_20news.py [--full] [--vocab 2000] [--ratio 4]
+    .venv/bin/python benchmarks/lplp_20news.py [--full] [--vocab 2000] [--ratio 4] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ PUBLIC_POOL = 50_000
 GROUPINGS = ["none", "random", "frequency", "glove-cluster", "glove-disperse"]
 N_TOPICS = 20
 SEED = 0
+#: Metrics averaged over the repeats (the table shows mean and range).
+METRICS = ("jaccard", "coherence", "exclusivity", "lsa_accuracy", "reconstruction")
 
 
 def public_vocabulary(table: dxp.EmbeddingTable, size: int) -> list[str]:
@@ -83,6 +90,40 @@ def evaluate(private, data, vocabulary, reference_topics):
     }
 
 
+def grouping(
+    name: str, vocabulary: list[str], n_groups: int, table: dxp.EmbeddingTable, seed: int
+) -> tuple[np.ndarray, np.ndarray, str, float]:
+    """The partition of ``name`` (``"none"``: no compression) drawn with ``seed``, the zipf
+    decompression weights, their source and the grouping's fit seconds."""
+    context = GroupingContext(
+        n_features=len(vocabulary),
+        n_groups=n_groups,
+        rng=np.random.default_rng(seed),
+        words=tuple(vocabulary),
+        embeddings=table,
+    )
+    weights, weights_source = public_weights("zipf", context)
+    if name == "none":
+        return np.arange(len(vocabulary)), weights, weights_source, 0.0
+    start = time.perf_counter()
+    partition = make_groups(name, context)
+    return partition, weights, weights_source, time.perf_counter() - start
+
+
+def spread(repeats: list[dict[str, float]], key: str) -> list[float]:
+    """``[min, max]`` of ``key`` over the repeats."""
+    values = [r[key] for r in repeats]
+    return [float(min(values)), float(max(values))]
+
+
+def with_range(row: dict[str, object], key: str) -> str:
+    """``mean (min to max)`` of a metric, 3 significant digits."""
+    low, high = row[f"{key}_range"]  # type: ignore[misc]
+    if low == high:
+        return f"{row[key]:.3g}"
+    return f"{row[key]:.3g} ({low:.3g} to {high:.3g})"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="all 11,293 / 7,528 documents")
@@ -90,6 +131,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ratio", type=positive_int, default=4, help="compression M/K")
     parser.add_argument(
         "--throughput", action="store_true", help="only docs/s on the whole training set"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=3,
+        help="seeds per private row (groupings and noise; default 3)",
     )
     args = parser.parse_args(argv)
     if args.ratio > args.vocab:
@@ -127,38 +174,40 @@ def main(argv: list[str] | None = None) -> None:
     baseline = evaluate(data["train"], data, vocabulary, reference_topics)
     print("non-private", baseline, flush=True)
 
-    context = GroupingContext(
-        n_features=len(vocabulary),
-        n_groups=n_groups,
-        rng=np.random.default_rng(SEED),
-        words=tuple(vocabulary),
-        embeddings=table,
-    )
-    weights, weights_source = public_weights("zipf", context)
-    partitions, fit_seconds = {"none": np.arange(len(vocabulary))}, {"none": 0.0}
-    for name in GROUPINGS[1:]:
-        start = time.perf_counter()
-        partitions[name] = make_groups(name, context)
-        fit_seconds[name] = time.perf_counter() - start
-
     rows = []
     runs = [(name, "sound") for name in GROUPINGS] + [("glove-cluster", "paper")]
+    fit_seconds: dict[str, list[float]] = {name: [] for name in GROUPINGS}
+    weights_source = ""
     for epsilon, n_changes in SETTINGS:
         for name, mode in runs:
-            release = LPLPRelease(
-                partitions[name],
-                epsilon=epsilon,
-                n_changes=n_changes,
-                weights=weights,
-                calibration=mode,
-                grouping=name,
-                weights_source=weights_source,
-                random_state=SEED,
-            )
-            start = time.perf_counter()
-            private, record = release.release(data["train"])
-            seconds = time.perf_counter() - start
-            metrics = evaluate(private, data, vocabulary, reference_topics)
+            repeats = []
+            for seed in range(SEED, SEED + args.repeats):
+                partition, weights, weights_source, fitted = grouping(
+                    name, vocabulary, n_groups, table, seed
+                )
+                if mode == "sound" and (epsilon, n_changes) == SETTINGS[0]:
+                    fit_seconds[name].append(fitted)
+                release = LPLPRelease(
+                    partition,
+                    epsilon=epsilon,
+                    n_changes=n_changes,
+                    weights=weights,
+                    calibration=mode,
+                    grouping=name,
+                    weights_source=weights_source,
+                    random_state=seed,
+                )
+                start = time.perf_counter()
+                private, record = release.release(data["train"])
+                seconds = time.perf_counter() - start
+                repeats.append(
+                    {
+                        "seed": seed,
+                        "docs_per_s": n_train / seconds,
+                        "tokens_per_doc": float(private.sum() / n_train),
+                        **evaluate(private, data, vocabulary, reference_topics),
+                    }
+                )
             row = {
                 "grouping": name,
                 "calibration": mode,
@@ -166,12 +215,13 @@ def main(argv: list[str] | None = None) -> None:
                 "true_epsilon": record.epsilon,
                 "N": n_changes,
                 "K": record.n_groups,
-                "docs_per_s": n_train / seconds,
-                "tokens_per_doc": float(private.sum() / n_train),
-                **metrics,
+                "docs_per_s": float(np.median([r["docs_per_s"] for r in repeats])),
+                **{key: float(np.mean([r[key] for r in repeats])) for key in METRICS},
+                **{f"{key}_range": spread(repeats, key) for key in METRICS},
+                "repeats": repeats,
             }
             rows.append(row)
-            print(row, flush=True)
+            print({k: v for k, v in row.items() if k != "repeats"}, flush=True)
 
     headers = [
         "grouping",
@@ -185,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
         "exclusivity",
         "LSA acc.",
         "recon. err.",
-        "docs/s",
+        "docs/s (median)",
     ]
     table_rows = [
         ["non-private", "-", "-", "∞", "-", len(vocabulary)]
@@ -200,11 +250,7 @@ def main(argv: list[str] | None = None) -> None:
             r["true_epsilon"],
             r["N"],
             r["K"],
-            r["jaccard"],
-            r["coherence"],
-            r["exclusivity"],
-            r["lsa_accuracy"],
-            r["reconstruction"],
+            *(with_range(r, key) for key in METRICS),
             r["docs_per_s"],
         ]
         for r in rows
@@ -212,14 +258,17 @@ def main(argv: list[str] | None = None) -> None:
     markdown = markdown_table(headers, table_rows)
     print(markdown)
     command = "benchmarks/lplp_20news.py" + (" --full" if args.full else "")
+    command += f" --repeats {args.repeats}"
     name = "lplp_20news_full" if args.full else "lplp_20news"  # both sizes stay side by side
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.md").write_text(
         f"# LPLP on 20 Newsgroups\n\n`{command} --vocab {args.vocab} --ratio {args.ratio}` on "
         f"{machine()}; M={len(vocabulary)}, K={n_groups}, {n_train} train / {n_test} test "
-        f"documents; decompression weights: {weights_source}; grouping fit seconds: "
-        + ", ".join(f"{k} {v:.1f}" for k, v in fit_seconds.items())
-        + "\n\n"
+        f"documents; decompression weights: {weights_source}; grouping fit seconds "
+        f"(median): "
+        + ", ".join(f"{k} {np.median(v):.1f}" for k, v in fit_seconds.items())
+        + f". Private rows: mean (min to max) over {args.repeats} seeds of the groupings and the "
+        f"noise; ε/N = 0.5 appears twice (ε 0.5, N 1 and ε 5, N 10: the same noise law).\n\n"
         + markdown
         + "\n"
     )
@@ -232,6 +281,7 @@ def main(argv: list[str] | None = None) -> None:
             "train": n_train,
             "test": n_test,
             "baseline": baseline,
+            "repeats": args.repeats,
             "grouping_fit_seconds": fit_seconds,
             "rows": rows,
         },
@@ -280,9 +330,9 @@ def plot(rows, baseline, path: Path) -> None:
     width = 0.8 / len(series)
     for axis, (key, title) in zip(axes, metrics, strict=True):
         for index, (name, mode) in enumerate(series):
-            values = [
+            chosen = [
                 next(
-                    r[key]
+                    r
                     for r in rows
                     if r["grouping"] == name
                     and r["calibration"] == mode
@@ -290,11 +340,15 @@ def plot(rows, baseline, path: Path) -> None:
                 )
                 for setting in SETTINGS
             ]
+            values = np.array([r[key] for r in chosen])
+            ranges = np.array([r.get(f"{key}_range", [r[key], r[key]]) for r in chosen])
             label = name if mode == "sound" else "glove-cluster, paper ε' (true ε = 4ε)"
             axis.bar(
                 np.arange(len(SETTINGS)) + index * width,
                 values,
                 width,
+                yerr=np.abs(ranges.T - values),  # the range over the seeds
+                capsize=2,
                 label=label,
                 hatch="//" if mode == "paper" else None,
             )
@@ -302,7 +356,10 @@ def plot(rows, baseline, path: Path) -> None:
         axis.set_xticks(np.arange(len(SETTINGS)) + 0.4 - width / 2, labels)
         axis.set_title(title)
     axes[0].legend(fontsize=7)
-    figure.suptitle("LPLP on 20 Newsgroups (sound accounting unless marked)")
+    figure.suptitle(
+        "LPLP on 20 Newsgroups (sound accounting unless marked; bars: mean, whiskers: range "
+        "over the seeds)"
+    )
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 

@@ -34,6 +34,7 @@ BAD_ARGUMENTS = [
     ("benchmarks/bench_doors.py", ["--sentences", "0"], "argument --sentences"),
     ("benchmarks/lplp_20news.py", ["--ratio", "0"], "argument --ratio"),
     ("benchmarks/lplp_20news.py", ["--vocab", "10", "--ratio", "20"], "at most --vocab"),
+    ("benchmarks/lplp_20news.py", ["--repeats", "0"], "argument --repeats"),
     ("benchmarks/repro_tem_fig1a.py", ["--epsilons", "a,b"], "expected a number, got 'a'"),
     ("benchmarks/repro_tem_fig1a.py", ["--train-docs", "0"], "between 2 and 1,200"),
     ("benchmarks/repro_tem_fig1a.py", ["--beta", "2"], "argument --beta"),
