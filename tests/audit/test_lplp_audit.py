@@ -1,5 +1,5 @@
 """LPLP audit, PRIVACY.md layers T1 (geometric pmf), T2 (exact law of small releases),
-T3 (black-box audit, M=8, K=2, N=1, neighbours putting the change into one group) and T4
+T3 (black-box audit, M=8, K=2, N=1 and N=2, neighbours putting the change into one group) and T4
 (the paper's per-entry epsilon' = M*epsilon/K claimed as epsilon, and decompression weights
 from the document's own counts, must each make the audit FAIL)."""
 
@@ -254,12 +254,21 @@ def encode(private: sp.csr_matrix) -> np.ndarray:
     return (first * 3 + rest) * 4 + other
 
 
+#: At N = 2 the pair at L1 distance 2 (empty vs two counts in group 0) spends all of epsilon,
+#: the pairs at distance 1 half of it (distances in units of N).
+PAIRS_N2 = [*PAIRS, (0, 3)]
+DISTANCES_N2 = [0.5, 0.5, 0.5, 1.0]
+
+
 def audit(transformer: LPLPTransformer, draws: int = DRAWS):
     counts = np.zeros((len(INPUTS), 36), dtype=np.int64)
     for row, document in enumerate(INPUTS):
         private = transformer.transform(sp.csr_matrix(np.repeat(document[None], draws, axis=0)))
         counts[row] = np.bincount(encode(private), minlength=36)
     claimed = transformer.last_guarantee_.epsilon
+    if transformer.last_guarantee_.n_changes == 2:
+        return epsilon_lower_bound(counts, PAIRS_N2, DISTANCES_N2, claimed)
+    assert transformer.last_guarantee_.n_changes == 1
     return epsilon_lower_bound(counts, PAIRS, [1.0] * len(PAIRS), claimed)
 
 
@@ -268,6 +277,14 @@ def test_black_box_audit_passes(epsilon):
     result = audit(audit_transformer(epsilon))
     assert result.passed, str(result)
     assert result.epsilon_lower_bound > 0.7 * epsilon, str(result)  # nearly tight
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_black_box_audit_passes_at_n_2(epsilon):
+    """(N, epsilon)-LPLP with N = 2: two counts moved into one group spend all of epsilon."""
+    result = audit(audit_transformer(epsilon, n_changes=2))
+    assert result.passed, str(result)
+    assert result.epsilon_lower_bound > 0.8 * epsilon, str(result)  # nearly tight (0.89-0.98)
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
@@ -320,6 +337,16 @@ def test_audit_fails_when_decompression_uses_own_counts(monkeypatch, epsilon):
 
     monkeypatch.setattr(LPLPRelease, "release", release_with_own_weights)
     result = audit(audit_transformer(epsilon))
+    assert not result.passed, str(result)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_audit_fails_when_the_release_ignores_n(monkeypatch, epsilon):
+    """Noise at rate epsilon whatever N (the record still claims (2, epsilon)): the black-box
+    audit at N = 2 refutes it, beside the exact rate check below."""
+    monkeypatch.setattr(LPLPRelease, "noise_calibration", noise_rate_ignores_n)
+    result = audit(audit_transformer(epsilon, n_changes=2))
+    assert result.claimed_epsilon == epsilon  # the mutant's false claim
     assert not result.passed, str(result)
 
 
