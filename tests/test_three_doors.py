@@ -219,6 +219,26 @@ def test_canaries_never_reach_a_default_output(tmp_path):
         assert "call" in private[0]  # in-vocabulary words do survive at this epsilon
 
 
+def test_canaries_never_reach_an_output_of_the_full_default_table(tmp_path):
+    """The same with the default embeddings, all 400k words (the 2,000-word table above has
+    no e-mail address or long number at all; the full one has ~200 and 3,126: acceptance
+    re-audit, twenty-third session). Canaries outside the table never come out; the
+    numbers and addresses that are rows are privatized like any word (README)."""
+    table = dxp.load_embeddings("glove-6b-50d")
+    assert len(table) == 400_000 and not any(canary in table for canary in CANARIES)
+    assert "123456789" in table and "letters@nytimes.com" in table  # rows: not canaries
+    texts = ["call 8675309 or 4242424242 now", " ".join(CANARIES)]
+    settings = {"epsilon": 700.0, "embeddings": {"embeddings": "glove-6b-50d"}}
+    outputs = {
+        "TextPrivatizer": through_sklearn(texts, **settings)[0],
+        "dxp CLI": through_cli(texts, tmp_path=tmp_path, **settings)[0],
+    }
+    for door, private in outputs.items():
+        for text in private:
+            assert not [canary for canary in CANARIES if canary in text], (door, text)
+        assert "call" in private[0]
+
+
 # -- the black-box audit through each door (PRIVACY.md T3, T4) --------------------------------
 DOORS = ["spacy", "sklearn", "cli"]
 EPSILONS = [0.5, 2.0]  # one below and one above 1
