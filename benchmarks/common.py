@@ -11,6 +11,7 @@ import json
 import math
 import platform
 import resource
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -96,6 +97,27 @@ def best_time(function: Callable[[], Any], repeats: int = 3) -> float:
         function()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def alternating_times(
+    systems: dict[str, Callable[[], Any]], rounds: int = 7
+) -> dict[str, list[float]]:
+    """Wall-clock seconds of each of ``systems`` per round, the order reversed every other
+    round (ABC, CBA, ...), so every system meets the same machine: ratios of the same
+    round stay meaningful when the load changes between rounds."""
+    seconds: dict[str, list[float]] = {name: [] for name in systems}
+    order = list(systems)
+    for round_number in range(rounds):
+        for name in order if round_number % 2 == 0 else order[::-1]:
+            start = time.perf_counter()
+            systems[name]()
+            seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float:
+    """Median over rounds of ``numerators[i] / denominators[i]``."""
+    return float(statistics.median(a / b for a, b in zip(numerators, denominators, strict=True)))
 
 
 def peak_rss_mb() -> float:
