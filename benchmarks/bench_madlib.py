@@ -118,10 +118,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"machine: {machine()}; faiss threads: {faiss.omp_get_max_threads()}\n")
     headers = [
         "vocab",
-        "faiss-only bound (words/s)",
-        "Madlib exact (words/s)",
+        "faiss-only bound (words/s, median time)",
+        "Madlib exact (words/s, median time)",
         "exact / bound (median of rounds)",
-        "Madlib HNSW (words/s)",
+        "Madlib HNSW (words/s, median time)",
         "HNSW / exact (median of rounds)",
         "HNSW recall@1",
         "HNSW build (s)",

@@ -1094,3 +1094,33 @@ def test_settings_holding_arrays_under_other_keys_are_a_change(monkeypatch):
     transformer.set_params(grouping_params={"labels": labels.copy(), "order": 1})
     with pytest.raises(ValueError, match="grouping_params changed since fit"):
         transformer.transform(small_counts())
+
+
+def test_a_fitted_transformer_keeps_neither_the_raw_counts_nor_a_generator():
+    """The once-only DP histogram (_HistogramOnce) holds the raw counts and the histogram's
+    generator during fit; a pickle of the fitted transformer must carry neither (the closure
+    it replaced could not be pickled, so keeping it by mistake failed loudly; this object
+    pickles silently)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from dxp_plugins import EmbeddingTable
+
+    words = [f"w{j}" for j in range(8)]
+    table = EmbeddingTable(words, np.arange(16, dtype=float).reshape(8, 2), frequency_rank=range(8))
+    raw = sp.csr_matrix(np.arange(1, 33, dtype=np.int64).reshape(4, 8) * 7919)
+    transformer = LPLPTransformer(
+        epsilon=1.0,
+        n_groups=2,
+        grouping="frequency",
+        grouping_params={"order": "histogram"},
+        weights="dp-histogram",
+        histogram_epsilon=1.0,
+        vocabulary=words,
+        embeddings=table,
+        random_state=3,
+    ).fit(raw)
+    assert transformer.histogram_ is not None  # the histogram was released
+    data = pickle.dumps(transformer)
+    assert b"_HistogramOnce" not in data and b"__generator_ctor" not in data
+    assert np.ascontiguousarray(raw.data).tobytes() not in data
