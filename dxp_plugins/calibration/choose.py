@@ -267,7 +267,7 @@ def choose_epsilon(
         check_seed(random_state, "random_state"),
     )
     if method == "monte_carlo":  # before any draw
-        _check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
+        check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
     done: dict[float, PlausibleDeniability] = {}
 
     def evaluate(epsilon: float) -> bool:
@@ -284,7 +284,7 @@ def choose_epsilon(
             )
         if method == "auto" and not done and not has_closed_form(mech):
             # Monte Carlo it will be: refuse an unreachable target before the first draw
-            _check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
+            check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
         result = plausible_deniability(
             mech,
             words,
@@ -296,7 +296,7 @@ def choose_epsilon(
         )
         done[epsilon] = result
         if result.method == "monte_carlo":  # known only now when method="auto"
-            _check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
+            check_reachable(max_n_w, min_s_w, n_samples, eta, confidence, conservative)
         return result.meets(max_n_w, min_s_w, conservative)
 
     passing: float | None = None
@@ -337,7 +337,7 @@ def choose_epsilon(
     )
 
 
-def _check_reachable(
+def check_reachable(
     max_n_w: float | None,
     min_s_w: float | None,
     n_samples: int | None,
@@ -348,7 +348,13 @@ def _check_reachable(
 ) -> None:
     """ValueError for a target no Monte Carlo result with ``n_samples`` draws can meet, at
     any epsilon: ``s_w_low`` never exceeds the outputs seen (184 of 200 draws at eta 0.05),
-    and ``n_w_high`` is at least the Clopper-Pearson bound of 0 hits (0.018 for 200 draws)."""
+    and ``n_w_high`` is at least the Clopper-Pearson bound of 0 hits (0.018 for 200 draws).
+
+    :func:`choose_epsilon` calls it wherever Monte Carlo becomes known, always before a
+    draw that could not help: up front for ``method="monte_carlo"``; for ``"auto"`` before
+    the first mechanism without a closed form draws, and after a result turned out Monte
+    Carlo. ``dxp calibrate`` calls it before its first draw, with ``names`` giving its own
+    option spellings."""
     if n_samples is None:
         return
     called = {"min_s_w": "min_s_w", "max_n_w": "max_n_w", "n_samples": "n_samples", **(names or {})}

@@ -22,7 +22,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from .. import calibration
     from .._tables import finite_or_none, write_csv
-    from ..calibration.choose import _check_reachable
+    from ..calibration.choose import check_reachable
     from ..calibration.deniability import has_closed_form
 
     for name, value, minimum in (
@@ -79,7 +79,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     if args.method == "exact" and not exact:
         raise CLIError(f"{first.name} has no closed-form output law here: use --method monte_carlo")
     if targeted and (args.method == "monte_carlo" or not exact):  # before any draw
-        _check_reachable(
+        check_reachable(
             args.max_n_w,
             args.min_s_w,
             args.samples,
