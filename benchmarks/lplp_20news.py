@@ -176,17 +176,18 @@ def main(argv: list[str] | None = None) -> None:
 
     rows = []
     runs = [(name, "sound") for name in GROUPINGS] + [("glove-cluster", "paper")]
-    fit_seconds: dict[str, list[float]] = {name: [] for name in GROUPINGS}
+    fit_seconds: dict[str, list[float]] = {}
+    partitions: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, str]] = {}
+    for name in dict.fromkeys(name for name, _ in runs):  # once per seed, for every setting
+        for seed in range(SEED, SEED + args.repeats):
+            *partitions[name, seed], fitted = grouping(name, vocabulary, n_groups, table, seed)
+            fit_seconds.setdefault(name, []).append(fitted)
     weights_source = ""
     for epsilon, n_changes in SETTINGS:
         for name, mode in runs:
             repeats = []
             for seed in range(SEED, SEED + args.repeats):
-                partition, weights, weights_source, fitted = grouping(
-                    name, vocabulary, n_groups, table, seed
-                )
-                if mode == "sound" and (epsilon, n_changes) == SETTINGS[0]:
-                    fit_seconds[name].append(fitted)
+                partition, weights, weights_source = partitions[name, seed]
                 release = LPLPRelease(
                     partition,
                     epsilon=epsilon,
