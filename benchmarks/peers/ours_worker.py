@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # benchmarks/common.py
 
+from common import alternating_times
 from harness import BETA, emit, timed_sample, unchanged_share
 
 
@@ -140,14 +142,9 @@ def run_paired(args: argparse.Namespace, words: list[str]) -> dict[str, Any]:
     bound = bound_process(table, args.epsilon)
     ours.privatize(words)  # builds the index and the lookup table before any timing
     bound(words)
-    systems = {"ours": ours.privatize, "bound": bound}
-    seconds: dict[str, list[float]] = {"ours": [], "bound": []}
-    for round_number in range(args.rounds):
-        order = ["ours", "bound"] if round_number % 2 == 0 else ["bound", "ours"]
-        for name in order:
-            start = time.perf_counter()
-            systems[name](words)
-            seconds[name].append(time.perf_counter() - start)
+    seconds = alternating_times(
+        {"ours": lambda: ours.privatize(words), "bound": lambda: bound(words)}, args.rounds
+    )
     ratios = [b / o for o, b in zip(seconds["ours"], seconds["bound"], strict=True)]
     quartiles = statistics.quantiles(ratios, n=4)
     return {
