@@ -30,7 +30,7 @@ POOL_TOTAL = 8
 #: Installed (named) pipelines a thread keeps beside its blank one.
 NAMED_PER_THREAD = 2
 
-#: Every pipeline loaded here (processed inside memory zones by ``text.forgetting``).
+#: Every pipeline loaded here (processed inside memory zones by ``_tokenization.forgetting``).
 SHARED: weakref.WeakSet[Any] = weakref.WeakSet()
 #: Pipelines a public function handed out: never lent to another thread.
 _HANDED_OUT: weakref.WeakSet[Any] = weakref.WeakSet()

@@ -219,7 +219,7 @@ class DoorSettings:
         if spacy_model is None:
             return None
         from ._pipelines import borrow
-        from .text import check_english
+        from ._tokenization import check_english
 
         nlp = check_english(borrow(spacy_model), f"spacy_model {spacy_model!r}")
         self.check_entities(nlp)

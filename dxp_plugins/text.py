@@ -14,6 +14,9 @@ tokenize -> select -> privatize -> detokenize (PRIVACY.md 14, 20-25):
 * **Detokenize**: private words joined with the original whitespace (plus one space
   between two privatized tokens written together, see :func:`private_spaces`).
 
+Tokenizing, selecting and detokenizing live in :mod:`dxp_plugins._tokenization` (re-exported
+here); this module releases: batches, one charge per call, long texts in pieces.
+
 Not protected, by design: the number of tokens, their positions, the whitespace between
 them and the allow-listed punctuation.
 """
@@ -23,15 +26,29 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from . import _pipelines
 from ._normalize import composed, is_invisible, original_offset, without_invisible
+from ._tokenization import (
+    PUNCTUATION,
+    Selector,
+    TokenizedText,
+    blank_pipeline,
+    borrowed_blank,
+    check_english,
+    detokenize,
+    forgetting,
+    private_spaces,
+    shared_pipeline,
+    should_privatize,
+    tokenize,
+    tokenize_batch,
+    tokenizer,
+    vocabulary_test,
+    warm,
+)
 from ._validation import check_int, check_text
 from .doors import DEFAULT_BATCH_SIZE
 from .errors import OOVError, TextTooLongError
@@ -43,199 +60,24 @@ __all__ = [
     "Selector",
     "TokenizedText",
     "blank_pipeline",
+    "check_english",
     "check_texts",
     "detokenize",
+    "forgetting",
+    "private_spaces",
     "privatize_all",
     "privatize_text",
     "privatize_texts",
     "privatize_tokenized",
+    "selected_token_offset",
+    "shared_pipeline",
     "should_privatize",
     "tokenize",
     "tokenizer",
 ]
 
 if TYPE_CHECKING:
-    from spacy.tokenizer import Tokenizer
-
-    from .embeddings.table import EmbeddingTable
     from .mechanisms.base import Mechanism, Reservation
-
-#: Narrows the default selection of a spaCy ``Doc``: one flag per token (None = default).
-Selector = Callable[[Any], Sequence[bool] | None]
-
-#: Tokens passed through unchanged: ASCII punctuation and common typographic marks, each
-#: matched exactly (a token is passed only if its whole text is in this set).
-PUNCTUATION: frozenset[str] = frozenset(
-    [
-        *".,;:!?'\"()[]{}<>-/\\|&*#@%^_~`+=$",
-        "...",
-        "--",
-        "…",
-        "–",
-        "—",
-        "‘",
-        "’",
-        "“",
-        "”",
-        "«",
-        "»",
-    ]
-)
-
-
-def should_privatize(token_text: str) -> bool:
-    """Default selection: everything but :data:`PUNCTUATION` and invisible tokens
-    (whitespace and :data:`~dxp_plugins._normalize.INVISIBLE` characters only)."""
-    return token_text not in PUNCTUATION and not is_invisible(token_text)
-
-
-def shared_pipeline(name: str | None = None) -> Any:
-    """This thread's copy of a pipeline the doors share: ``spacy.blank("en")`` (``name``
-    None) or an installed pipeline, loaded once per thread (at most two names are kept).
-    One handed out here stays this thread's: it is never lent to a later thread."""
-    return _pipelines.hand_out(name)
-
-
-def blank_pipeline() -> Any:
-    """This thread's shared ``spacy.blank("en")``, whose tokenizer every door uses."""
-    return shared_pipeline(None)
-
-
-def check_english(nlp: Any, name: str) -> Any:
-    """``nlp`` if it is an English pipeline (``nlp.lang == "en"``), else a ValueError: the
-    punctuation allow-list and the spacing of private words are English rules."""
-    lang = getattr(nlp, "lang", None)
-    if lang != "en":
-        raise ValueError(
-            f"{name} is a {lang!r} pipeline; it must be an English one (lang 'en'): the "
-            f"text path's punctuation and spacing rules are English"
-        )
-    return nlp
-
-
-def tokenizer() -> Tokenizer:
-    """The public tokenizer (``spacy.blank("en").tokenizer``, this thread's shared copy)."""
-    tokenizer_: Tokenizer = blank_pipeline().tokenizer
-    return tokenizer_
-
-
-def _blank() -> Any:
-    """This thread's ``spacy.blank("en")`` for the text path's own use inside its zones."""
-    return _pipelines.borrow(None)
-
-
-@contextlib.contextmanager
-def forgetting(nlp: Any) -> Iterator[None]:
-    """Process with a shared pipeline inside its ``memory_zone``, so its StringStore and
-    caches forget the raw words of the batch; extract strings before leaving (Docs made
-    inside are invalid after it).
-
-    Without this a pipeline kept for the life of the process would hold every word it
-    ever saw, after the door that privatized it is gone, for any later Doc, token filter
-    or pickle to see. Zones must not nest: inside a zone already (the user's own, or ours
-    re-entered from a token filter) the open zone does the forgetting. A pipeline of the
-    user's own (``privatize_texts(nlp=...)``) is left alone: its owner decides (see
-    docs/front-doors.md on ``memory_zone``).
-    """
-    zone = getattr(nlp, "memory_zone", None)
-    if nlp not in _pipelines.SHARED or zone is None or getattr(nlp.vocab, "in_memory_zone", True):
-        yield
-        return
-    try:
-        with zone():
-            try:
-                yield
-            except Exception as error:
-                # A message holding a Token or Doc could not be rendered once the zone
-                # has freed its strings: render it now.
-                if any(not isinstance(arg, str | int | float | None) for arg in error.args):
-                    error.args = (str(error),)
-                raise
-    finally:
-        for _, component in getattr(nlp, "pipeline", ()):
-            cache = getattr(component, "cache", None)  # spaCy's Lemmatizer: keyed by orth
-            if isinstance(cache, dict):
-                cache.clear()
-
-
-@dataclass(frozen=True)
-class TokenizedText:
-    """Token texts, their trailing whitespace, and which tokens are privatized."""
-
-    words: list[str]
-    spaces: list[str]
-    selected: list[bool]
-
-    @classmethod
-    def from_doc(cls, doc: Any, selected: Sequence[bool] | None = None) -> TokenizedText:
-        """From a spaCy ``Doc`` (default selection unless ``selected`` is given)."""
-        words = [token.text for token in doc]
-        spaces = [token.whitespace_ for token in doc]
-        if selected is None:
-            chosen = [should_privatize(word) for word in words]
-        else:
-            chosen = [
-                bool(flag) and should_privatize(word)
-                for flag, word in zip(selected, words, strict=True)
-            ]
-        return cls(words, spaces, chosen)
-
-
-def tokenize(text: str) -> TokenizedText:
-    """Tokenize one text with the public tokenizer and the default selection."""
-    blank = _blank()
-    with forgetting(blank):
-        return TokenizedText.from_doc(blank.tokenizer(composed(check_text(text))))
-
-
-def detokenize(words: Sequence[str], spaces: Sequence[str]) -> str:
-    """Join words with their original trailing whitespace."""
-    return "".join(word + space for word, space in zip(words, spaces, strict=True))
-
-
-def _is_clitic(word: str) -> bool:
-    return word.startswith(("'", "\u2019")) or word.lower() in ("n't", "n\u2019t")
-
-
-def private_spaces(
-    words: Sequence[str],
-    spaces: Sequence[str],
-    selected: Sequence[bool],
-    is_word: Callable[[list[str]], Sequence[bool]],
-) -> list[str]:
-    """Trailing whitespace for the private ``words``.
-
-    The original layout, except between two privatized tokens written together
-    (``does|n't``, ``can|not``): they stay together only when the second private word is a
-    clitic or the two joined form a word (``is_word``, the public vocabulary); otherwise one
-    space separates them, so ``doesn't`` never comes out as ``doesneed``. A dropped
-    invisible token with no whitespace after it (an empty private word: ``😀|ZWSP|😀``) is
-    not there: the tokens on either side count as written together, so the output is the
-    one the text without the mark gives. A function of the public layout, the public
-    vocabulary and the private words only (post-processing: the guarantee is unchanged).
-    """
-    out = list(spaces)
-    glued: list[tuple[int, int]] = []
-    for i in range(len(out) - 1):
-        if out[i] or not selected[i]:
-            continue
-        j = i + 1
-        while j < len(out) - 1 and not words[j] and not out[j]:  # a dropped mark
-            j += 1
-        if selected[j] and not _is_clitic(words[j]):
-            glued.append((i, j))
-    if glued:
-        joined = is_word([words[i] + words[j] for i, j in glued])
-        for (i, _), known in zip(glued, joined, strict=True):
-            if not known:
-                out[i] = " "
-    return out
-
-
-def vocabulary_test(mechanism: Mechanism) -> Callable[[list[str]], Sequence[bool]]:
-    """``is_word`` for :func:`private_spaces`: membership in the mechanism's embeddings."""
-    table = mechanism.embeddings
-    return lambda candidates: (table.lookup(candidates) >= 0).tolist()
 
 
 def privatize_tokenized(
@@ -514,7 +356,7 @@ def _checked(
         blank = [is_invisible(text) for text in group]
         _check_lengths(group, blank, nlp, start)
         if tokens:
-            docs = _tokenized(group, blank, select, nlp, mechanism.embeddings)
+            docs = tokenize_batch(group, blank, select, nlp, mechanism.embeddings)
             chosen = _chosen(docs)
             try:
                 charged += mechanism.check_release(chosen)
@@ -600,8 +442,8 @@ def _check_long(text: str, mechanism: Mechanism, position: int) -> int:
     It tokenizes every piece once more (keeping the tokens would undo the memory bound);
     on a 20 MB line that costs about 1 s of 46."""
     selected = charged = 0
-    blank = _blank()
-    _warm(blank, mechanism.embeddings, len(text))
+    blank = borrowed_blank()
+    warm(blank, mechanism.embeddings, len(text))
     for piece in pieces(text, PIECE_CHARS):
         with forgetting(blank):
             doc = TokenizedText.from_doc(blank.tokenizer(piece))
@@ -643,13 +485,13 @@ def _privatize_batch(
 ) -> Iterator[PrivateText]:
     """``texts`` start at index ``start`` of the caller's texts (named in OOV errors);
     ``charged``: see :func:`privatize_tokenized`; ``docs``: the non-blank ``texts`` as
-    :func:`_tokenized` gave them to :func:`_checked` (their lengths checked there);
+    :func:`tokenize_batch` gave them to :func:`_checked` (their lengths checked there);
     ``expected``: how many tokens :func:`_checked` saw selected in this batch when it did not
     keep them (tokenized again, another count is refused before any noise: RNG review F4)."""
     blank = [is_invisible(text) for text in texts]
     if docs is None:
         _check_lengths(texts, blank, nlp, start)
-        docs = _tokenized(texts, blank, select, nlp, mechanism.embeddings)
+        docs = tokenize_batch(texts, blank, select, nlp, mechanism.embeddings)
         if expected is not None and _selected(_chosen(docs)) != expected:
             raise RuntimeError(
                 f"texts {start}-{start + len(texts) - 1} gave other tokens than when they were "
@@ -687,63 +529,6 @@ def _check_lengths(texts: list[str], blank: list[bool], nlp: Any, start: int) ->
     for position, (text, empty) in enumerate(zip(texts, blank, strict=True), start):
         if len(text) > limit and not empty:
             raise TextTooLongError(document=position, length=len(text), limit=limit)
-
-
-def _tokenized(
-    texts: list[str],
-    blank: list[bool],
-    select: Selector | None,
-    nlp: Any,
-    table: EmbeddingTable | None = None,
-) -> list[TokenizedText]:
-    """The non-blank texts tokenized (by ``nlp`` when given) and selected; ``table``: the
-    mechanism's public vocabulary, which warms the shared tokenizer (:func:`_warm`)."""
-    pipeline = _blank() if nlp is None else nlp
-    if nlp is None and table is not None:
-        _warm(pipeline, table, sum(map(len, texts)))
-    with forgetting(pipeline):
-        return [
-            TokenizedText.from_doc(doc, None if select is None else select(doc))
-            for doc in (pipeline.tokenizer if nlp is None else nlp).pipe(
-                text for text, empty in zip(texts, blank, strict=True) if not empty
-            )
-        ]
-
-
-#: How many public words (the first of the mechanism's table in frequency order) the shared
-#: tokenizer caches the tokenization of, outside any memory zone. spaCy caches nothing inside
-#: a zone (its ``Tokenizer._save_cached`` returns early), so every text path call tokenized
-#: every span from scratch (affix regexes, new lexemes): ~3x slower than a warm cache. The
-#: words are public (PRIVACY.md 3), the same whatever the texts are, and spaCy's cache holds
-#: at most ``max_cache_size`` (10,000) spans: the zone still forgets every raw word.
-WARM_WORDS = 10_000
-#: Characters a shared tokenizer reads (this batch included) before it is warmed. Warming
-#: 10,000 words costs ~0.15-0.2 s, what a warm cache saves over ~300,000 characters of
-#: English (0.6 us each): waiting until then costs at most about twice the best choice made
-#: in hindsight (ski rental), and one call with a batch this large warms at once.
-WARM_AFTER_CHARS = 1 << 18
-#: Characters read so far by each shared pipeline; -1 once warmed.
-_WARMTH: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-
-
-def _warm(pipeline: Any, table: EmbeddingTable, chars: int) -> None:
-    """Cache the tokenization of ``table``'s most frequent words in the shared ``pipeline``
-    once it has read :data:`WARM_AFTER_CHARS` characters (never inside an open memory zone,
-    which would forget them again). A cache hit gives the tokens spaCy computes for the span
-    (special cases are never cached): the same tokens, only sooner."""
-    read = _WARMTH.get(pipeline, 0)
-    if read < 0 or WARM_WORDS <= 0:
-        return
-    read += chars
-    if read < WARM_AFTER_CHARS or getattr(pipeline.vocab, "in_memory_zone", True):
-        _WARMTH[pipeline] = read
-        return
-    _WARMTH[pipeline] = -1
-    words, rank = table.words, table.frequency_rank
-    count = min(WARM_WORDS, len(words))
-    order = range(count) if rank is None else np.argsort(rank, kind="stable")[:count].tolist()
-    for _ in pipeline.tokenizer.pipe(words[i] for i in order):
-        pass
 
 
 def _chosen(documents: Sequence[TokenizedText]) -> list[list[str]]:
@@ -790,7 +575,7 @@ def selected_token_offset(
 def _selected_offset(text: str, index: int, select: Selector | None, nlp: Any) -> int | None:
     """:func:`selected_token_offset` in ``text`` as tokenized (already composed)."""
     long = len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text)
-    start, pipeline = 0, _blank() if nlp is None else nlp
+    start, pipeline = 0, borrowed_blank() if nlp is None else nlp
     for part in pieces(text, PIECE_CHARS) if long else [text]:
         with forgetting(pipeline):
             doc = (pipeline.tokenizer if nlp is None else nlp)(part)

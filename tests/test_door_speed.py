@@ -7,8 +7,7 @@ import pytest
 import spacy
 
 import dxp_plugins as dxp
-from dxp_plugins import TextPrivatizer, _pipelines
-from dxp_plugins import text as text_path
+from dxp_plugins import TextPrivatizer, _pipelines, _tokenization
 from dxp_plugins.datasets import load_pang_lee
 
 TEXTS = ["The film's plot, frankly, doesn't work.", "An odd -- but moving -- e-mail at 5pm!"]
@@ -22,16 +21,16 @@ def test_a_warmed_tokenizer_gives_the_same_tokens_and_forgets_raw_words(glove_5k
     before = pipelines.get(None)
     try:
         pipelines[None] = cold
-        monkeypatch.setattr(text_path, "WARM_WORDS", 0)
-        expected = text_path._tokenized(texts, blank, None, None, glove_5k)
+        monkeypatch.setattr(_tokenization, "WARM_WORDS", 0)
+        expected = _tokenization.tokenize_batch(texts, blank, None, None, glove_5k)
         pipelines[None] = warm
-        monkeypatch.setattr(text_path, "WARM_WORDS", 5000)
-        monkeypatch.setattr(text_path, "WARM_AFTER_CHARS", 0)
-        assert text_path._tokenized(texts, blank, None, None, glove_5k) == expected
-        assert text_path._WARMTH[warm] == -1  # warmed, once
+        monkeypatch.setattr(_tokenization, "WARM_WORDS", 5000)
+        monkeypatch.setattr(_tokenization, "WARM_AFTER_CHARS", 0)
+        assert _tokenization.tokenize_batch(texts, blank, None, None, glove_5k) == expected
+        assert _tokenization._WARMTH[warm] == -1  # warmed, once
         assert len(warm.vocab.strings) > len(cold.vocab.strings) + 1000  # public words, kept
         canary = "zq7warmcanaryx"
-        text_path._tokenized([f"a {canary} b"], [False], None, None, glove_5k)
+        _tokenization.tokenize_batch([f"a {canary} b"], [False], None, None, glove_5k)
         assert canary not in warm.vocab.strings  # the zone still forgets raw words
     finally:
         if before is None:
@@ -140,10 +139,10 @@ def test_the_batch_that_warms_a_tokenizer_forgets_its_own_raw_words(glove_5k, mo
     fresh = _pipelines._load(None)
     try:
         pipelines[None] = fresh
-        monkeypatch.setattr(text_path, "WARM_AFTER_CHARS", 10)
+        monkeypatch.setattr(_tokenization, "WARM_AFTER_CHARS", 10)
         canary = "zq7warmingbatchx"
-        text_path._tokenized([f"a {canary} b"], [False], None, None, glove_5k)
-        assert text_path._WARMTH[fresh] == -1  # this very batch warmed it
+        _tokenization.tokenize_batch([f"a {canary} b"], [False], None, None, glove_5k)
+        assert _tokenization._WARMTH[fresh] == -1  # this very batch warmed it
         assert canary not in fresh.vocab.strings
     finally:
         if before is None:

@@ -44,18 +44,12 @@ from spacy.tokens import Doc, Token
 from .._locks import fork_safe_lock
 from .._normalize import is_invisible
 from .._random import RandomSource
+from .._tokenization import TokenizedText, detokenize, private_spaces, vocabulary_test
 from .._validation import check_choice
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..errors import DxpWarning, OOVError, warn
 from ..guarantee import Accountant
-from ..text import (
-    TokenizedText,
-    batch_is_full,
-    detokenize,
-    private_spaces,
-    privatize_tokenized,
-    vocabulary_test,
-)
+from ..text import batch_is_full, privatize_tokenized
 from . import DEFAULT_CONFIG
 
 if TYPE_CHECKING:
@@ -100,7 +94,7 @@ class Privatizer:
         self._check_attributes_free(nlp)
         if nlp.lang != "en":
             # The host pipeline's tokens are privatized, but the punctuation allow-list and
-            # the spacing of private words (text.private_spaces) are English rules.
+            # the spacing of private words (_tokenization.private_spaces) are English rules.
             warn(
                 f"dxp_privatizer in a {nlp.lang!r} pipeline: it privatizes that pipeline's "
                 f"tokens, but its punctuation allow-list and spacing rules are English, so "
