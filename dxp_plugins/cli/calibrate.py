@@ -18,13 +18,22 @@ from .settings import _build_mechanism
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    import numpy as np
+    targeted = _check_arguments(args)
+    out = Path(args.out)
+    results, choice, table, words = _evaluate(args, targeted)
+    summaries = _summaries(results, choice, table, words)
+    written, stale = _write(args, out, results, summaries, choice, table, len(words))
+    _print_summary(summaries, targeted)
+    if choice is not None:
+        print(f"{choice}  ({choice.caveat})")
+    removed = f" (removed the previous run's {', '.join(stale)})" if stale else ""
+    print(f"wrote {', '.join(written)} to {out}{removed}")
+    return 0
 
-    from .. import calibration
-    from .._tables import finite_or_none, write_csv
-    from ..calibration.choose import check_reachable
-    from ..calibration.deniability import has_closed_form
 
+def _check_arguments(args: argparse.Namespace) -> bool:
+    """Refuse a bad argument before anything is loaded or drawn; True when a target
+    (``--max-n-w``/``--min-s-w``) is given."""
     for name, value, minimum in (
         ("--words", args.words, 1),
         ("--samples", args.samples, 1),
@@ -50,8 +59,16 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise CLIError("--refine bisects towards a target: give --max-n-w or --min-s-w")
     if not args.out.strip():
         raise CLIError("--out must name a folder")
-    out = Path(args.out)
     _check_folder(args.out)  # created only once every argument has been used (and so checked)
+    return targeted
+
+
+def _evaluate(args: argparse.Namespace, targeted: bool) -> tuple[list[Any], Any, Any, list[str]]:
+    """The deniability results per epsilon (and the choice, when targeted), the table and
+    the words they were measured on."""
+    from .. import calibration
+    from ..calibration.choose import check_reachable
+    from ..calibration.deniability import has_closed_form
 
     # None: a bar when stderr is a terminal, else one line per epsilon; nothing when closed
     progress = False if sys.stderr is None else args.progress
@@ -99,24 +116,35 @@ def _calibrate(args: argparse.Namespace) -> int:
         "confidence": args.confidence,
         "progress": progress,
     }
-    choice = None
-    if targeted:
-        choice = calibration.choose_epsilon(
-            build,
-            words,
-            max_n_w=args.max_n_w,
-            min_s_w=args.min_s_w,
-            epsilons=args.epsilons,
-            refine=args.refine,
-            stop_at_failure=False,
-            **options,
-        )
-        results = list(choice.evaluations)
-    else:
+    if not targeted:
         results = [
             calibration.plausible_deniability(build(epsilon), words, **options)
             for epsilon in sorted(set(args.epsilons))
         ]
+        return results, None, table, words
+    choice = calibration.choose_epsilon(
+        build,
+        words,
+        max_n_w=args.max_n_w,
+        min_s_w=args.min_s_w,
+        epsilons=args.epsilons,
+        refine=args.refine,
+        stop_at_failure=False,
+        **options,
+    )
+    return list(choice.evaluations), choice, table, words
+
+
+def _summaries(
+    results: list[Any], choice: Any, table: Any, words: list[str]
+) -> list[dict[str, Any]]:
+    """One summary row per epsilon, with epsilon x the median neighbour distance (Euclidean)
+    and, when targeted, whether it meets the target."""
+    import numpy as np
+
+    from .. import calibration
+    from .._tables import finite_or_none
+
     summaries = [result.summary() for result in results]
     if results[0].metric == "euclidean":
         median_nn = float(np.median(calibration.neighbor_distances(table, words)))
@@ -126,6 +154,22 @@ def _calibrate(args: argparse.Namespace) -> int:
         verdicts = {row["epsilon"]: row["meets_target"] for row in choice.table()}
         for row in summaries:
             row["meets_target"] = verdicts[row["epsilon"]]
+    return summaries
+
+
+def _write(
+    args: argparse.Namespace,
+    out: Path,
+    results: list[Any],
+    summaries: list[dict[str, Any]],
+    choice: Any,
+    table: Any,
+    words: int,
+) -> tuple[list[str], list[str]]:
+    """Write the tables, the JSON report and the figures into ``out``; returns the files
+    written and the previous run's figures removed."""
+    from .._tables import write_csv
+
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -140,7 +184,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             "fingerprint": table.fingerprint,
         },
         "settings": {k: v for k, v in results[0].settings.items() if k != "epsilon"},
-        "words": len(words),
+        "words": words,
         "word_pool": args.word_pool,
         "word_seed": args.word_seed,
         "seed": args.seed,  # the noise's: None for secure randomness
@@ -155,12 +199,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     stale = [name for name in FIGURES if name not in written and (out / name).is_file()]
     for name in stale:  # a previous run's figures would contradict these tables
         (out / name).unlink()
-    _print_summary(summaries, targeted)
-    if choice is not None:
-        print(f"{choice}  ({choice.caveat})")
-    removed = f" (removed the previous run's {', '.join(stale)})" if stale else ""
-    print(f"wrote {', '.join(written)} to {out}{removed}")
-    return 0
+    return written, stale
 
 
 #: The figures a run writes into --out (and removes when it writes none: no stale ones).
