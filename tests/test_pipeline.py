@@ -276,11 +276,29 @@ def test_replace_hands_later_components_only_private_words():
     assert doc._.dxp_text is None  # no annotations from raw words are carried over
 
 
+@pytest.mark.parametrize("mode", ["annotate", "replace"])
+def test_a_sourced_privatizer_says_its_settings_are_the_saved_ones(mode):
+    """spaCy config review F1/F2: ``add_pipe(source=...)`` hands over the same component
+    with its saved settings and ignores ``config=`` without a word, so epsilon 1 asked gave
+    the saved 10; in replace mode the placement check looked at the source pipeline. The
+    first Doc of the new pipeline now warns (once), naming the settings in use."""
+    source = make_nlp(mode=mode, epsilon=10.0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("dxp_privatizer", source=source, config={"epsilon": 1.0})
+    with pytest.warns(dxp.DxpWarning, match=r"another pipeline.*source=.*epsilon=10\b") as seen:
+        doc = nlp("Send the keys to Alice.")
+    placement = [w for w in seen if "placement" in str(w.message)]
+    assert len(placement) == (mode == "replace")
+    assert doc._.dxp_guarantee["epsilon"] == 10.0  # the record names what ran
+    nlp("Once is enough.")  # warnings are errors here: a second Doc does not warn again
+
+
 def test_replace_carries_no_annotation_of_the_raw_doc():
     """Tags, lemmas, entities, sentence starts, morphology, categories, spans and user data
     are all derived from the raw words: none may reach the private Doc."""
-    privatizer = make_nlp(mode="replace", epsilon=50.0).get_pipe("dxp_privatizer")
-    raw = spacy.blank("en").make_doc("Alice met Bob in Paris today")
+    nlp = make_nlp(mode="replace", epsilon=50.0)
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    raw = nlp.make_doc("Alice met Bob in Paris today")
     for token, (tag, pos, lemma) in zip(
         raw,
         [

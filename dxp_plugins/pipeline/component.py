@@ -83,6 +83,7 @@ class Privatizer:
         # Not even a reference to nlp.vocab: its StringStore holds every raw word processed.
         # A weak one to nlp (never pickled) to see the components placed after this one.
         self._nlp: weakref.ref[Language] | None = weakref.ref(nlp)
+        self._host_checked = False  # Docs seen from the pipeline that built it (_check_host)
         self._accountant = Accountant.default()
         # Guards building and storing the mechanism and passing it a new accountant.
         self._lock = fork_safe_lock(self)
@@ -307,6 +308,7 @@ class Privatizer:
         # from the Doc now (summing token lengths missed a Doc whose whitespace was edited
         # through from_array: diff review F4).
         offsets = [[] if self.mode == "replace" else doc.to_array("IDX").tolist() for doc in docs]
+        self._check_host(docs[0].vocab)
         if self.mode == "replace":
             self._check_no_listeners_after()
         mechanism = self.mechanism
@@ -339,6 +341,34 @@ class Privatizer:
             doc._.set(self.guarantee_attr, guarantee.to_dict())
             processed.append(doc)
         return processed
+
+    def _check_host(self, vocab: Any) -> None:
+        """Warn once when this component processes Docs of another pipeline than the one
+        that built it: most likely it was added with ``source=``, where spaCy hands over
+        the same object with its saved settings and silently ignores the block's other
+        settings, command-line overrides and ``config=`` (spaCy config review F1), and
+        replace mode checks the placement in the pipeline that built it, not in this one
+        (F2). (A Doc of another pipeline passed to the component directly warns too.)"""
+        if self._nlp is None or self._host_checked:  # a pickled copy: no pipeline to compare
+            return
+        self._host_checked = True
+        nlp = self._nlp()
+        if nlp is not None and nlp.vocab is vocab:
+            return
+        placement = (
+            "; its placement before listening components (tok2vec, transformer) cannot be "
+            "checked here"
+            if self.mode == "replace"
+            else ""
+        )
+        warn(
+            f"{self.name!r} privatizes Docs of another pipeline than the one that built it "
+            f"(added with source=?): spaCy then ignores the settings given beside source=, "
+            f"so the saved ones are in use (epsilon={self.settings.epsilon:g}, "
+            f"mechanism={self.settings.mechanism!r}){placement}. Add it with its factory "
+            f"and settings instead: nlp.add_pipe('dxp_privatizer', config={{...}})",
+            DxpWarning,
+        )
 
     def _check_no_listeners_after(self) -> None:
         """Refuse (before any charge) a replace-mode placement that breaks the pipeline:
