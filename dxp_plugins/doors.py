@@ -329,15 +329,17 @@ def _select(
                 else ""
             )
             raise ValueError(
-                "pos selection needs part-of-speech tags: put a tagger or morphologizer "
-                f"before the privatizer (or give TextPrivatizer a spacy_model){tags_only}"
+                "pos selection needs part-of-speech tags: in a spaCy pipeline put a tagger "
+                "or morphologizer before the privatizer; to TextPrivatizer or the CLI give a "
+                f"spacy_model (--spacy-model) that has one{tags_only}"
             )
         chosen |= np.isin(doc.to_array("POS"), [IDS[tag] for tag in pos])
     if entities:
         if not doc.has_annotation("ENT_IOB"):
             raise ValueError(
-                "entity selection needs named entities: put an entity recognizer before "
-                "the privatizer (or give TextPrivatizer a spacy_model)"
+                "entity selection needs named entities: in a spaCy pipeline put an entity "
+                "recognizer before the privatizer; to TextPrivatizer or the CLI give a "
+                "spacy_model (--spacy-model) that has one"
             )
         types = doc.to_array("ENT_TYPE")
         if ANY_ENTITY in entities:

@@ -267,7 +267,13 @@ def resolve(registry: catalogue.Registry, name: str, *, setting: str | None = No
     if not listed:
         available = ", ".join(sorted(found)) or "none"
         unknown = f"unknown {_kind(registry)}" if setting is None else f"{setting}: unknown name"
-        raise ValueError(f"{unknown} {name!r}; available: {available}")
+        hint = (
+            " (a filter registered in your own code exists once that code has run: import "
+            "its module first; spaCy's commands take it as --code)"
+            if registry is token_filters
+            else ""
+        )
+        raise ValueError(f"{unknown} {name!r}; available: {available}{hint}")
     return _load(_kind(registry), name, _choose(registry, name, listed))
 
 

@@ -51,6 +51,7 @@ TEM = {"mechanism": "tem"}
         ({"pos": 5}, TypeError, "pos must be a list"),
         ({"entities": [""]}, ValueError, "non-empty strings"),
         ({"token_filter": "missing"}, ValueError, "token_filter: unknown name 'missing'"),
+        ({"token_filter": "missing"}, ValueError, "import its module first"),  # spacy review
         ({"seed": -1}, ValueError, "seed must be >= 0"),
         ({"seed": 1.5}, TypeError, "seed must be an integer"),
         ({"seed": np.random.default_rng(0)}, TypeError, "seed must be None"),  # was random_state
