@@ -427,6 +427,24 @@ def test_a_door_cuts_a_shared_loader_table_whichever_loaded_first(monkeypatch):
     assert len(mine) == 400
 
 
+@requires_gensim
+def test_a_kv_whose_vectors_file_changed_is_loaded_again(tmp_path):
+    """BYOE review F8: gensim saves a .kv's array beside it (NAME.kv.vectors.npy); only the
+    .kv was stamped, so new vectors in that file returned the stale table."""
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(vector_size=2)
+    kv.add_vectors([f"w{i}" for i in range(50)], np.ones((50, 2), dtype=np.float32))
+    path = str(tmp_path / "big.kv")
+    kv.save(path, sep_limit=0)  # the array beside it, as gensim does above 10 MB
+    sidecar = tmp_path / "big.kv.vectors.npy"
+    assert sidecar.is_file()
+    first = dxp.load_embeddings("keyed-vectors.v1", path=path)
+    np.save(sidecar, np.full((50, 2), 2.0, dtype=np.float32))
+    second = dxp.load_embeddings("keyed-vectors.v1", path=path)
+    assert second is not first and second.vectors[0, 0] == 2.0
+
+
 def test_a_file_rewritten_with_the_same_size_and_mtime_is_loaded_again(tmp_path, monkeypatch):
     """Diff review F5: a same-size rewrite within the file system's time resolution kept
     its stamp (size, mtime, inode) and served the old table; the change time is stamped

@@ -255,6 +255,37 @@ def test_keyed_vectors_files_in_gensims_own_format(tmp_path):
 
 
 @requires_gensim
+def test_a_kv_file_ranks_by_gensims_counts_not_its_row_order(tmp_path):
+    """BYOE review F2: a ``.kv`` saved alphabetically (``add_vectors``) kept its real counts,
+    but its row order was taken as the rank: ``vocab_size`` kept punctuation and dropped
+    "the". Counts that agree with the row order (a trained model's, load_word2vec_format's)
+    give the same rank, and so the same fingerprint, as before."""
+    counts = {"!": 3, "aardvark": 1, "good": 40, "the": 900, "zebra": 2}
+    kv = KeyedVectors(vector_size=3)
+    kv.add_vectors(sorted(counts), np.arange(15, dtype=np.float32).reshape(5, 3))
+    for word, count in counts.items():
+        kv.set_vecattr(word, "count", count)
+    kv.save(str(tmp_path / "alphabetical.kv"))
+    table = dxp.load_embeddings("keyed-vectors.v1", path=str(tmp_path / "alphabetical.kv"))
+    assert table.most_frequent(2).words == ("good", "the")  # in row order, the top two
+    kept = dxp.load_embeddings(
+        "keyed-vectors.v1", path=str(tmp_path / "alphabetical.kv"), vocab_size=2
+    )
+    assert set(kept.words) == {"the", "good"}
+    unranked = dxp.load_embeddings(
+        "keyed-vectors.v1", path=str(tmp_path / "alphabetical.kv"), frequency_ordered=False
+    )
+    assert unranked.frequency_rank is None
+
+    ordered = KeyedVectors(vector_size=3)  # counts falling with the rows: the row order
+    ordered.add_vectors(["the", "good", "zebra"], np.eye(3, dtype=np.float32))
+    for word, count in zip(["the", "good", "zebra"], [9, 5, 5], strict=True):
+        ordered.set_vecattr(word, "count", count)
+    rank = EmbeddingTable.from_keyed_vectors(ordered, frequency_ordered=True).frequency_rank
+    assert rank is not None and rank.tolist() == [0, 1, 2]  # a tie keeps the row order
+
+
+@requires_gensim
 def test_keyed_vectors_keys_that_are_not_words(tmp_path):
     """gensim keeps the first vector of a word repeated in a file and leaves a keyless row
     (None); integer keys are no words. Both were a bare TypeError from str.join."""

@@ -314,11 +314,12 @@ def load_keyed_vectors(
     other path is read with ``load_word2vec_format(binary=..., no_header=...)`` (GloVe text
     files need ``no_header=True``; words must be UTF-8).
 
-    A file's row order is the public frequency rank unless ``frequency_ordered=False``:
-    word2vec and GloVe files list words by descending frequency, and a ``.kv`` file is
-    assumed to keep the order of the file it was made from (pass ``frequency_ordered=False``
-    for one that does not). A ``KeyedVectors`` object has no rank unless
-    ``frequency_ordered=True``.
+    A file is taken as frequency ordered unless ``frequency_ordered=False``: word2vec and
+    GloVe files list words by descending frequency, and a ``.kv`` file ranks its words by
+    the counts gensim saved in it (a trained model's), or else is assumed to keep the order
+    of the file it was made from (pass ``frequency_ordered=False`` for one that does not;
+    see :meth:`EmbeddingTable.from_keyed_vectors`). A ``KeyedVectors`` object has no rank
+    unless ``frequency_ordered=True``.
 
     ``vocab_size`` keeps the N most frequent words; rows of a file past them are not read.
     Rows that give no word (a repeated word, which keeps its first vector; a word no text

@@ -12,6 +12,7 @@ is a new table).
 
 from __future__ import annotations
 
+import glob
 import inspect
 import json
 import os
@@ -176,8 +177,9 @@ STAMPED_ENTRIES = 256
 
 
 def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
-    """(name, size, mtime, ctime, inode) of each argument naming an existing file, e.g.
-    ``path``, and of the first :data:`STAMPED_ENTRIES` files directly inside one naming a directory
+    """(name, file, size, mtime, ctime, inode) of each argument naming an existing file, e.g.
+    ``path`` (and of its ``.npy`` sidecars, ``path.*.npy``, as gensim saves a ``.kv``),
+    and of the first :data:`STAMPED_ENTRIES` files directly inside one naming a directory
     (a plugin's ``data_dir``): an edited file is a new key. Data a loader finds by other
     means (an environment variable, a service) is loaded once per process."""
     stamps: list[tuple[Any, ...]] = []
@@ -185,10 +187,23 @@ def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
         if not isinstance(value, str | os.PathLike):
             continue
         if os.path.isfile(value):
-            status = os.stat(value)
-            stamps.append(
-                (key, status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino)
-            )
+            # gensim's .kv keeps its arrays beside it (NAME.vectors.npy): stamped too, or an
+            # edited array file returned the stale table (BYOE review F8).
+            for file in (
+                os.fspath(value),
+                *sorted(glob.glob(glob.escape(os.fspath(value)) + ".*.npy")),
+            ):
+                status = os.stat(file)
+                stamps.append(
+                    (
+                        key,
+                        file,
+                        status.st_size,
+                        status.st_mtime_ns,
+                        status.st_ctime_ns,
+                        status.st_ino,
+                    )
+                )
         elif os.path.isdir(value):
             try:  # unreadable, or a file gone meanwhile: the loader says what it can read
                 with os.scandir(os.fspath(value)) as entries:

@@ -265,7 +265,8 @@ class EmbeddingTable:
             raise ValueError(
                 "this table has no frequency rank; cannot keep the most frequent (gensim "
                 "vectors in frequency order, as load_word2vec_format and gensim's downloader "
-                "keep them: pass frequency_ordered=True to the loader)"
+                "keep them: pass frequency_ordered=True to the loader; your own table: "
+                "EmbeddingTable(words, vectors, frequency_rank=...))"
             )
         if n >= len(self):
             return self
@@ -295,11 +296,16 @@ class EmbeddingTable:
     ) -> EmbeddingTable:
         """A table from a gensim ``KeyedVectors`` (``index_to_key`` and ``vectors``).
 
-        ``frequency_ordered=True`` declares the row order a public frequency rank (true of
-        GloVe and word2vec files).
+        ``frequency_ordered=True`` declares the table frequency ordered: its rank is then
+        gensim's ``count`` of each word when the KeyedVectors holds distinct counts (a
+        trained model's, or the falling ones ``load_word2vec_format`` gives in row order),
+        else the row order (true of GloVe and word2vec files). A ``.kv`` saved in another
+        order (alphabetical, from ``add_vectors``) keeps its real counts: ranking by row
+        order kept punctuation and dropped "the" at ``vocab_size`` (BYOE review F2).
         """
         words = list(keyed_vectors.index_to_key)
         vectors = keyed_vectors.vectors
+        rows = np.arange(len(words))  # the KeyedVectors row of each word kept
         for row, key in enumerate(words):
             if key is not None and not isinstance(key, str):
                 raise ValueError(
@@ -317,11 +323,11 @@ class EmbeddingTable:
                 DxpWarning,
             )
             kept = [row for row, key in enumerate(words) if key is not None]
-            words, vectors = [words[row] for row in kept], vectors[kept]
+            words, vectors, rows = [words[row] for row in kept], vectors[kept], rows[kept]
         keep = _usable_rows(words, "KeyedVectors")
         if keep is not None:
-            words, vectors = [words[row] for row in keep], vectors[keep]
-        rank = np.arange(len(words)) if frequency_ordered else None
+            words, vectors, rows = [words[row] for row in keep], vectors[keep], rows[keep]
+        rank = _count_rank(keyed_vectors, rows) if frequency_ordered else None
         return cls(words, vectors, frequency_rank=rank, name=name)
 
     @classmethod
@@ -381,6 +387,21 @@ def _is_utf8(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _count_rank(keyed_vectors: Any, rows: np.ndarray) -> np.ndarray:
+    """Frequency rank of the KeyedVectors ``rows`` kept: by gensim's ``count`` (descending,
+    ties in row order) when it holds counts that are not all equal, else the row order."""
+    counts = getattr(keyed_vectors, "expandos", {}).get("count")
+    if counts is None or len(counts) != len(keyed_vectors.index_to_key):
+        return np.arange(len(rows))
+    kept = np.asarray(counts, dtype=np.float64)[rows]
+    if len(kept) < 2 or np.all(kept == kept[0]) or not np.all(np.isfinite(kept)):
+        return np.arange(len(rows))
+    order = np.argsort(-kept, kind="stable")
+    rank = np.empty(len(rows), dtype=np.int64)
+    rank[order] = np.arange(len(rows))
+    return rank
 
 
 def _usable_rows(words: Sequence[str], source: str) -> list[int] | None:
