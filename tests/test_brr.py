@@ -300,3 +300,17 @@ def test_exact_law_of_a_second_codebook_on_the_same_table_is_its_own():
     alone = dxp.BRR.from_codes(words, second, 1.0)  # a table of its own: nothing shared
     for row in range(6):
         np.testing.assert_allclose(mech.distribution(row), alone.distribution(row), rtol=1e-12)
+
+
+def test_simhash_of_vectors_with_a_common_offset_warns(glove_5k):
+    """BYOE review F3: SimHash's hyperplanes pass through the origin, so a table whose
+    vectors share a large offset (+20, or all made non-negative) got codes that collide
+    (244 of 256 bits constant over GloVe's 5k words at +20), silently. The real table, and
+    the shifted one centred again, do not warn (warnings are errors in this suite)."""
+    shifted = dxp.EmbeddingTable(glove_5k.words, glove_5k.vectors + 20.0)
+    with pytest.warns(dxp.DxpWarning, match=r"bits are the same .* Centre them first"):
+        dxp.BRR(shifted, epsilon=1.0, random_state=0)
+    centred = shifted.vectors - shifted.vectors.mean(axis=0)
+    codes = BinaryCodes.simhash(dxp.EmbeddingTable(glove_5k.words, centred))
+    assert len(np.unique(codes.packed, axis=0)) == len(glove_5k)
+    BinaryCodes.simhash(glove_5k)

@@ -307,7 +307,8 @@ def load_keyed_vectors(
     frequency_ordered: bool | None = None,
     vocab_size: int | None = None,
 ) -> EmbeddingTable:
-    """gensim ``KeyedVectors``: an object, a saved ``.kv`` file, or a word2vec/GloVe file.
+    """gensim ``KeyedVectors``: an object, a saved ``.kv`` file, or a word2vec/GloVe file,
+    trained on public data, never on the text to be privatized (PRIVACY.md 3).
 
     ``path`` ending in ``.kv`` (any case) is read with ``KeyedVectors.load``, which unpickles
     it: loading a ``.kv`` file can run any code it holds, so load only files you trust. Any

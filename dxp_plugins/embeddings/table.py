@@ -28,6 +28,9 @@ OOV_ID = -1
 class EmbeddingTable:
     """Words and their float32 vectors, one row per word.
 
+    The table must be public (PRIVACY.md 3): vectors trained on the text being privatized
+    put its words and geometry into every guarantee, which then no longer holds for it.
+
     Parameters
     ----------
     words:
