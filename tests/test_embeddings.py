@@ -286,6 +286,16 @@ def test_a_kv_file_ranks_by_gensims_counts_not_its_row_order(tmp_path):
 
 
 @requires_gensim
+def test_a_glove_row_whose_word_holds_a_space_is_named(tmp_path):
+    """BYOE review F7: GloVe 840B has such rows; gensim said only "could not convert string
+    to float: 'york'", naming neither file nor line."""
+    path = tmp_path / "spaced.txt"
+    path.write_text("the 0.1 0.2 0.3\nnew york 0.4 0.5 0.6\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"spaced\.txt, line 2: 4 values, expected 3 \(a word"):
+        dxp.load_embeddings("keyed-vectors.v1", path=str(path), no_header=True)
+
+
+@requires_gensim
 def test_keyed_vectors_keys_that_are_not_words(tmp_path):
     """gensim keeps the first vector of a word repeated in a file and leaves a keyless row
     (None); integer keys are no words. Both were a bare TypeError from str.join."""

@@ -417,13 +417,40 @@ def _load_word2vec_format(path: Path, binary: bool, no_header: bool, limit: int 
                 "announces (a wrong count, or a truncated file)"
             )
         except ValueError:
-            if binary or no_header or _has_word2vec_header(path):
+            uneven = None if binary else _first_uneven_row(path, no_header)
+            if uneven is not None:
+                message = uneven
+            elif binary or no_header or _has_word2vec_header(path):
                 raise
-            message = (
-                f"{path} has no word2vec header line (vocabulary size, dimension); "
-                "GloVe text files have none: pass no_header=True"
-            )
+            else:
+                message = (
+                    f"{path} has no word2vec header line (vocabulary size, dimension); "
+                    "GloVe text files have none: pass no_header=True"
+                )
     raise ValueError(message)  # outside the except clauses: gensim's error (and handle) is gone
+
+
+def _first_uneven_row(path: Path, no_header: bool) -> str | None:
+    """Where a text vectors file first has another number of fields than its first row
+    (GloVe 840B writes words holding spaces: gensim said only "could not convert string
+    to float: 'york'"), or None."""
+    from gensim import utils
+
+    with utils.open(str(path), "rb") as lines:
+        first = 1 if no_header else 2
+        if not no_header:
+            next(lines, None)
+        expected = None
+        for number, line in enumerate(lines, first):
+            fields = line.decode("utf-8", errors="replace").rstrip().split(" ")
+            if expected is None:
+                expected = len(fields)
+            elif len(fields) != expected:
+                return (
+                    f"{path}, line {number}: {len(fields) - 1} values, expected "
+                    f"{expected - 1} (a word holding a space?)"
+                )
+    return None
 
 
 def _first_undecodable_line(path: Path) -> int | None:

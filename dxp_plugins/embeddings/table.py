@@ -451,8 +451,8 @@ def _warn_case_variants(words: tuple[str, ...], keys: dict[str, int], shadowed: 
         warn(
             f"{len(cased):,} embedding rows differ from a more frequent (or earlier) row only by "
             f"case, e.g. row {row} {words[row]!r} behind {winner!r}: tokens are lower-cased "
-            "before lookup (PRIVACY.md 21), so those rows are never used and their tokens "
-            "take the other row's vector",
+            "before lookup (PRIVACY.md 21), so those rows are never looked up (their "
+            "tokens take the other row's vector) but stay possible outputs",
             DxpWarning,
         )
 
