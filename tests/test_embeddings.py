@@ -293,6 +293,14 @@ def test_a_glove_row_whose_word_holds_a_space_is_named(tmp_path):
     path.write_text("the 0.1 0.2 0.3\nnew york 0.4 0.5 0.6\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"spaced\.txt, line 2: 4 values, expected 3 \(a word"):
         dxp.load_embeddings("keyed-vectors.v1", path=str(path), no_header=True)
+    # The first row's fields do not set the expected count (diff review F6), and an empty
+    # line is not called a word with a space.
+    path.write_text("new york 0.1 0.2 0.3\nthe 0.4 0.5 0.6\na 0 0 1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 1: 4 values, expected 3"):
+        dxp.load_embeddings("keyed-vectors.v1", path=str(path), no_header=True)
+    path.write_text("the 0.4 0.5 0.6\n\na 0 0 1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 2: an empty line"):
+        dxp.load_embeddings("keyed-vectors.v1", path=str(path), no_header=True)
 
 
 @requires_gensim

@@ -285,12 +285,25 @@ def test_a_sourced_privatizer_says_its_settings_are_the_saved_ones(mode):
     source = make_nlp(mode=mode, epsilon=10.0)
     nlp = spacy.blank("en")
     nlp.add_pipe("dxp_privatizer", source=source, config={"epsilon": 1.0})
-    with pytest.warns(dxp.DxpWarning, match=r"another pipeline.*source=.*epsilon=10\b") as seen:
+    expected = r"another pipeline.*source=.*epsilon=10\b"
+    with pytest.warns(dxp.DxpWarning, match=expected) as seen:
         doc = nlp("Send the keys to Alice.")
     placement = [w for w in seen if "placement" in str(w.message)]
     assert len(placement) == (mode == "replace")
     assert doc._.dxp_guarantee["epsilon"] == 10.0  # the record names what ran
     nlp("Once is enough.")  # warnings are errors here: a second Doc does not warn again
+
+
+def test_a_privatizer_sourced_from_a_pipeline_now_gone_says_so():
+    """``source = "path"`` in a config loads the source pipeline only to build this one:
+    its vocabulary is gone by the first Doc (diff review F3 of the twenty-fourth session)."""
+    import gc
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("dxp_privatizer", source=make_nlp(epsilon=10.0), config={"epsilon": 1.0})
+    gc.collect()
+    with pytest.warns(dxp.DxpWarning, match=r"built it is gone\. If it was added .*epsilon=10\b"):
+        nlp("Send the keys to Alice.")
 
 
 def test_replace_carries_no_annotation_of_the_raw_doc():

@@ -6,12 +6,13 @@ Each loader is a cheap function (no data at import time) that returns an
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -417,7 +418,7 @@ def _load_word2vec_format(path: Path, binary: bool, no_header: bool, limit: int 
                 "announces (a wrong count, or a truncated file)"
             )
         except ValueError:
-            uneven = None if binary else _first_uneven_row(path, no_header)
+            uneven = None if binary else _first_uneven_row(path, no_header, limit)
             if uneven is not None:
                 message = uneven
             elif binary or no_header or _has_word2vec_header(path):
@@ -430,26 +431,35 @@ def _load_word2vec_format(path: Path, binary: bool, no_header: bool, limit: int 
     raise ValueError(message)  # outside the except clauses: gensim's error (and handle) is gone
 
 
-def _first_uneven_row(path: Path, no_header: bool) -> str | None:
-    """Where a text vectors file first has another number of fields than its first row
-    (GloVe 840B writes words holding spaces: gensim said only "could not convert string
-    to float: 'york'"), or None."""
+def _first_uneven_row(path: Path, no_header: bool, limit: int | None) -> str | None:
+    """Where a text vectors file first has another number of fields than most of its
+    first rows (GloVe 840B writes words holding spaces: gensim said only "could not
+    convert string to float: 'york'"), or holds an empty line; None if neither occurs in
+    the rows gensim read (``limit``)."""
     from gensim import utils
 
-    with utils.open(str(path), "rb") as lines:
-        first = 1 if no_header else 2
-        if not no_header:
-            next(lines, None)
-        expected = None
-        for number, line in enumerate(lines, first):
-            fields = line.decode("utf-8", errors="replace").rstrip().split(" ")
-            if expected is None:
-                expected = len(fields)
-            elif len(fields) != expected:
-                return (
-                    f"{path}, line {number}: {len(fields) - 1} values, expected "
-                    f"{expected - 1} (a word holding a space?)"
-                )
+    def field_counts() -> Iterator[int]:  # streamed: a file may hold millions of rows
+        with utils.open(str(path), "rb") as stream:
+            if not no_header:
+                next(stream, None)
+            for line in itertools.islice(stream, limit):
+                row = line.decode("utf-8", errors="replace").rstrip()
+                yield len(row.split(" ")) if row else 0
+
+    typical = collections.Counter(
+        count for count in itertools.islice(field_counts(), 1000) if count
+    ).most_common(1)
+    if not typical:
+        return None
+    expected = typical[0][0]
+    for number, count in enumerate(field_counts(), 1 if no_header else 2):
+        if count == 0:
+            return f"{path}, line {number}: an empty line"
+        if count != expected:
+            return (
+                f"{path}, line {number}: {count - 1} values, expected {expected - 1} "
+                "(a word holding a space?)"
+            )
     return None
 
 

@@ -193,7 +193,10 @@ def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
                 os.fspath(value),
                 *sorted(glob.glob(glob.escape(os.fspath(value)) + ".*.npy")),
             ):
-                status = os.stat(file)
+                try:
+                    status = os.stat(file)
+                except OSError:  # removed meanwhile: the loader says what it can read
+                    continue
                 stamps.append(
                     (
                         key,

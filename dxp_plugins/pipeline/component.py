@@ -344,31 +344,39 @@ class Privatizer:
 
     def _check_host(self, vocab: Any) -> None:
         """Warn once when this component processes Docs of another pipeline than the one
-        that built it: most likely it was added with ``source=``, where spaCy hands over
-        the same object with its saved settings and silently ignores the block's other
-        settings, command-line overrides and ``config=`` (spaCy config review F1), and
-        replace mode checks the placement in the pipeline that built it, not in this one
-        (F2). (A Doc of another pipeline passed to the component directly warns too.)"""
+        that built it, or after that pipeline is gone: the signs of a component added with
+        ``source=``, where spaCy hands over the same object with its saved settings and
+        silently ignores the block's other settings, command-line overrides and
+        ``config=`` (spaCy config review F1), and replace mode checks the placement in the
+        pipeline that built it (F2). A Doc of another pipeline passed to the component
+        directly warns too (the message says both cases); a source sharing the new
+        pipeline's vocabulary, or a spawned worker's copy, cannot be told apart."""
         if self._nlp is None or self._host_checked:  # a pickled copy: no pipeline to compare
             return
-        self._host_checked = True
         nlp = self._nlp()
         if nlp is not None and nlp.vocab is vocab:
+            self._host_checked = True
             return
+        seen = (
+            "the pipeline that built it is gone"
+            if nlp is None
+            else "it privatizes a Doc of another pipeline than the one that built it"
+        )
         placement = (
             "; its placement before listening components (tok2vec, transformer) cannot be "
-            "checked here"
+            "checked there"
             if self.mode == "replace"
             else ""
         )
         warn(
-            f"{self.name!r} privatizes Docs of another pipeline than the one that built it "
-            f"(added with source=?): spaCy then ignores the settings given beside source=, "
-            f"so the saved ones are in use (epsilon={self.settings.epsilon:g}, "
-            f"mechanism={self.settings.mechanism!r}){placement}. Add it with its factory "
-            f"and settings instead: nlp.add_pipe('dxp_privatizer', config={{...}})",
+            f"{self.name!r}: {seen}. If it was added to this pipeline with source=, spaCy "
+            f"ignored the settings given beside source=: the saved ones are in use "
+            f"(epsilon={self.settings.epsilon:g}, mechanism={self.settings.mechanism!r})"
+            f"{placement}; add it with its factory and settings instead: "
+            f"nlp.add_pipe('dxp_privatizer', config={{...}})",
             DxpWarning,
         )
+        self._host_checked = True  # after the warning: one raised as an error is raised again
 
     def _check_no_listeners_after(self) -> None:
         """Refuse (before any charge) a replace-mode placement that breaks the pipeline:
