@@ -364,6 +364,16 @@ def test_spacy_vectors_loader_keeps_the_first_rows():
         vectors.add(word, vector=np.full(3, row, dtype=np.float32))
     table = dxp.load_embeddings("spacy-vectors.v1", vectors=vectors, vocab_size=2)
     assert table.words == ("the", "of")
+    # One rule whatever vocab_size (BYOE review F9: ranked only when vocab_size cut it).
+    for size in (None, 4, 10):
+        whole = dxp.load_embeddings("spacy-vectors.v1", vectors=vectors, vocab_size=size)
+        assert whole.frequency_rank is not None and whole.frequency_rank.tolist() == [0, 1, 2, 3]
+    unranked = dxp.load_embeddings("spacy-vectors.v1", vectors=vectors, frequency_ordered=False)
+    assert unranked.frequency_rank is None
+    with pytest.raises(ValueError, match="no frequency rank"):
+        dxp.load_embeddings(
+            "spacy-vectors.v1", vectors=vectors, frequency_ordered=False, vocab_size=2
+        )
 
 
 def test_spacy_vectors_loader_keeps_shared_rows(glove_5k):

@@ -478,13 +478,21 @@ def _first_undecodable_line(path: Path) -> int | None:
 
 
 def load_spacy_vectors(
-    vectors: Any = None, *, model: str | None = None, vocab_size: int | None = None
+    vectors: Any = None,
+    *,
+    model: str | None = None,
+    vocab_size: int | None = None,
+    frequency_ordered: bool = True,
 ) -> EmbeddingTable:
     """spaCy static vectors: a ``Vectors``/``Vocab``/``Language`` object or an installed model.
 
-    ``vocab_size`` keeps N words, in row order (spaCy vector tables are usually frequency
-    ordered). Words that share a row are taken in string order, so the N words can end
-    inside a shared row; ties between words of one row are broken at random by the search.
+    Rows are taken as frequency ordered (spaCy vector tables usually are): the table's rank
+    is the row order, whatever ``vocab_size``, unless ``frequency_ordered=False`` (no rank:
+    ``vocab_size``, FREQUENCY grouping and zipf weights are then refused). It used to rank
+    only when ``vocab_size`` cut the table, so those worked or failed with that number
+    (BYOE review F9). ``vocab_size`` keeps the N first words. Words that share a row are
+    taken in string order, so the N words can end inside a shared row; ties between words
+    of one row are broken at random by the search.
     """
     from .._validation import check_int
 
@@ -497,12 +505,15 @@ def load_spacy_vectors(
 
         vectors = spacy.load(model, exclude=["tagger", "parser", "ner", "lemmatizer"]).vocab
     table = EmbeddingTable.from_spacy(vectors, name="spacy-vectors")
-    if vocab_size is None or vocab_size >= len(table):
-        return table
-    rank = np.arange(len(table))
-    return EmbeddingTable(
-        table.words, table.vectors, frequency_rank=rank, name=table.name
-    ).most_frequent(vocab_size)
+    if frequency_ordered:
+        table = EmbeddingTable(
+            table.words,
+            table.vectors,
+            frequency_rank=np.arange(len(table)),
+            name=table.name,
+            copy=False,
+        )
+    return table if vocab_size is None else table.most_frequent(vocab_size)
 
 
 def _has_word2vec_header(path: Path) -> bool:
