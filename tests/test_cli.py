@@ -63,6 +63,8 @@ def test_jsonl_writes_only_the_private_field(tmp_path, capsys):
     assert code == 0 and err == ""
     assert out.splitlines() == ['{"text": "hockey team"}', '{"text": ""}', ""]
     assert json.loads(report.read_text())["unprotected_fields"] == []
+    # Where the table came from, beside its fingerprint in the guarantee (BYOE review F10).
+    assert json.loads(report.read_text())["embeddings"]["name"] == "glove-6b-50d"
 
 
 ROW = {"id": 9071, "text": "Hockey TEAM", "label": "zq7label", "ssn": "zq7ssn"}

@@ -74,7 +74,8 @@ def test_the_summary_records_the_noise_seed(tmp_path):
     out = tmp_path / "o"
     argv = ["calibrate", "--mechanism", "tem", "--epsilons", "1", "--out", str(out), *SMALL]
     assert main([*argv, "--seed", "3"]) == 0
-    assert json.loads((out / "summary.json").read_text())["seed"] == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["seed"] == 3 and summary["embeddings"]["params"] == {}
 
 
 def test_an_empty_out_is_refused(capsys):

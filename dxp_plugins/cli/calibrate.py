@@ -180,6 +180,7 @@ def _write(
         "mechanism": args.mechanism,
         "embeddings": {
             "name": args.embeddings,
+            "params": dict(args.embeddings_param),  # where a custom table came from
             "vocab_size": len(table),
             "fingerprint": table.fingerprint,
         },

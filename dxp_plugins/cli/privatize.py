@@ -89,7 +89,14 @@ def _privatize(args: argparse.Namespace) -> int:
     if total is not None:  # every input was read through: a kept field in none is named now
         _warn_absent(kept, found)
     seen: set[str] | None = set() if total is None else None  # else at the end of the run
-    run = args.released = _Released("stdout" if args.output == "-" else args.output)
+    run = args.released = _Released(
+        "stdout" if args.output == "-" else args.output,
+        embeddings={
+            "name": args.embeddings,
+            "params": dict(args.embeddings_param),
+            "vocab_size": args.vocab_size,
+        },
+    )
     try:
         with ExitStack() as stack:
             # Both targets are opened before the work and replaced together when it succeeds.

@@ -6,7 +6,7 @@ import errno
 import io
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..guarantee import _most_tokens
@@ -31,6 +31,9 @@ class _Released:
     finished: bool = False  # every document was written
     report: str | None = None  # where the partial report went
     report_failed: bool = False
+    # The embeddings as given (name, --embeddings-param, --vocab-size): the guarantee names
+    # a table by fingerprint; these say where it came from (BYOE review F10).
+    embeddings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def listed(self) -> int:
@@ -134,6 +137,7 @@ def _write_report(
         "max_tokens_per_document": _most_tokens(guarantee),
         "max_document_spend": guarantee.max_document_spend,
         "statement": guarantee.statement,
+        "embeddings": run.embeddings,
         "guarantee": guarantee.to_dict(),
         # JSONL fields written unchanged by --keep-fields ("*": all but --field).
         "unprotected_fields": kept,
