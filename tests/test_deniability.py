@@ -364,6 +364,7 @@ def test_cli_calibrate_writes_tables_and_figures(tmp_path, capsys):
     table = dxp.load_embeddings("glove-6b-50d", vocab_size=3000)
     assert report["embeddings"] == {
         "name": "glove-6b-50d",
+        "params": {},
         "vocab_size": 3000,
         "fingerprint": table.fingerprint,
     }
@@ -389,6 +390,7 @@ def test_cli_calibrate_records_the_table_and_the_words_it_used(tmp_path, capsys)
     table = dxp.load_embeddings("keyed-vectors.v1", path=path, no_header=True)
     assert report["embeddings"] == {
         "name": "keyed-vectors.v1",
+        "params": {"path": path, "no_header": True},  # where the table came from
         "vocab_size": 76,
         "fingerprint": table.fingerprint,
     }
