@@ -58,12 +58,14 @@ def timed_sample(
     is measured on a smaller sample (``words_done`` < ``len(words)``). When the whole input
     fits comfortably (first pass under a third of the budget), up to ``repeats`` passes run
     and the fastest counts, as for every system. Returns words done, the best pass's
-    seconds, words/s and the outputs of the first pass.
+    seconds, words/s, the outputs of the first pass and their share unchanged, counted over
+    the chunks that came back with as many words as they went in (``misaligned_chunks``:
+    the others).
     """
     pieces = chunks(words, chunk)
     outputs: list[str] = []
     best = float("inf")
-    done = 0
+    done = same = aligned = misaligned = 0
     for attempt in range(repeats):
         start = clock()
         produced: list[str] = []
@@ -72,6 +74,14 @@ def timed_sample(
             result = process(piece)
             if attempt == 0:
                 produced.extend(result)
+                # Compared chunk by chunk: a chunk that comes back with another number of
+                # words (dp-diffractor's detokenizer glues some) would shift every later
+                # comparison, as the whole-list comparison did (migration review F2).
+                if len(result) == len(piece):
+                    same += sum(a == b for a, b in zip(piece, result, strict=True))
+                    aligned += len(piece)
+                else:
+                    misaligned += 1
             count += len(piece)
             if attempt == 0 and clock() - start > budget:
                 break
@@ -86,6 +96,8 @@ def timed_sample(
         "seconds": best,
         "words_per_s": done / best if best > 0 else float("inf"),
         "outputs": outputs,
+        "unchanged": same / aligned if aligned else None,
+        "misaligned_chunks": misaligned,
     }
 
 

@@ -35,8 +35,12 @@ def run_mldp(args: argparse.Namespace, words: list[str]) -> dict[str, Any]:
 
     vocab = (Path(args.vectors) / "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
     matrix = np.load(Path(args.vectors) / "vectors.npy")
-    kv = KeyedVectors(vector_size=matrix.shape[1], count=len(vocab))
+    # Not KeyedVectors(count=N): that preallocates N empty rows, and add_vectors appends
+    # after them, so mldp-text ran on a table with N zero vectors in front (its TEM then
+    # drew uniformly, its Madlib kept too many words: migration review F1).
+    kv = KeyedVectors(vector_size=matrix.shape[1])
     kv.add_vectors(vocab, matrix)
+    assert len(kv.index_to_key) == len(vocab) and None not in kv.key_to_index
     load = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -166,7 +170,8 @@ def main(argv: list[str] | None = None) -> None:
     words = json.loads(Path(args.inputs).read_text(encoding="utf-8"))
     result = RUNNERS[args.peer](args, words)
     outputs = result.pop("outputs")
-    result["unchanged"] = unchanged_share(words, outputs)
+    if result.get("unchanged") is None:  # a runner that did not sample chunk by chunk
+        result["unchanged"] = unchanged_share(words, outputs)
     result["outputs_sample"] = outputs[:20]
     emit(
         {

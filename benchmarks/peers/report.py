@@ -108,6 +108,11 @@ def notes(result: Result) -> str:
         )
     if result.get("oov_inputs"):
         parts.append(f"{result['oov_inputs']} OOV inputs")
+    if result.get("misaligned_chunks"):
+        parts.append(
+            f"unchanged share over the chunks returned word for word "
+            f"({result['misaligned_chunks']} came back with another number of words)"
+        )
     return "; ".join(parts)
 
 

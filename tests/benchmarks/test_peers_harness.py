@@ -121,6 +121,22 @@ def test_timed_sample_repeats_fast_systems_and_keeps_first_outputs():
     assert result["words_done"] == 4 and result["outputs"] == ["A", "B", "C", "D"]
 
 
+def test_a_chunk_returned_one_word_short_does_not_shift_the_others():
+    """Migration review F2: dp-diffractor's detokenizer glues some outputs, so a chunk can
+    come back a word short; the whole-list comparison then matched every later output
+    against the wrong input (5.7% unchanged reported, ~80% true)."""
+    clock = FakeClock(cost=0.001)
+
+    def process(piece: list[str]) -> list[str]:
+        clock.process(piece)
+        return piece[:-1] if piece[0] == "c" else list(piece)  # the second chunk glued
+
+    words = ["a", "b", "c", "d", "e", "f"]
+    result = harness.timed_sample(process, words, chunk=2, budget=10, clock=clock)
+    assert result["unchanged"] == 1.0 and result["misaligned_chunks"] == 1
+    assert harness.unchanged_share(words, result["outputs"]) < 1.0  # the old count
+
+
 def test_chunks_and_unchanged_share():
     assert harness.chunks(list("abcde"), 2) == [["a", "b"], ["c", "d"], ["e"]]
     with pytest.raises(ValueError):
