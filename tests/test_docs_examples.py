@@ -31,6 +31,10 @@ SMALLER: dict[str, dict[str, str]] = {
         "[:10_000]": "[:400]",
         "n_components=20": "n_components=2",
     },
+    "migrating.md": {
+        "vocab_size=100_000": "vocab_size=3_000",
+        "vocab_size=20_000": "vocab_size=3_000",
+    },
     "plugins.md": {
         "vocab_size=20_000": "vocab_size=3_000",
     },
