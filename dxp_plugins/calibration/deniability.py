@@ -3,12 +3,12 @@ the mechanism's closed-form law, or by batched Monte Carlo with Clopper-Pearson 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._progress import progress_bar
 from .._validation import check_choice, check_int, check_probability
 from .result import PlausibleDeniability
 from .support import _sampled_support, _support_bounds, support_size
@@ -25,10 +25,7 @@ METHODS = ("auto", "exact", "monte_carlo")
 
 
 def _progress(progress: bool | None, total: int, desc: str) -> Any:
-    from tqdm.auto import tqdm
-
-    disable = None if progress is None else not progress
-    return tqdm(total=total, desc=desc, unit="word", file=sys.stderr, disable=disable, leave=False)
+    return progress_bar(progress, total=total, desc=desc, unit="word", leave=False)
 
 
 def _first_law(mech: Mechanism, first_id: int) -> np.ndarray | None:

@@ -27,7 +27,6 @@ of running the k-means warm start and then swapping or being killed.
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
@@ -181,7 +180,8 @@ def balanced_kmeans(
     """
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
-    from tqdm.auto import tqdm
+
+    from .._progress import progress_bar
 
     points = np.asarray(points, dtype=np.float64)
     n_points = len(points)
@@ -207,12 +207,11 @@ def balanced_kmeans(
     else:  # fewer distinct points than clusters: start from random points
         centroids = points[rng.choice(n_points, n_clusters, replace=False)]
     labels: np.ndarray | None = None
-    with tqdm(
+    with progress_bar(
+        progress,
         total=max_iter,
         desc=f"balanced k-means ({n_points:,} words, {n_clusters:,} clusters)",
         unit="iteration",
-        file=sys.stderr,
-        disable=None if progress is None else not progress,
     ) as bar:
         for _ in range(max_iter):
             new = balanced_assignment(points, centroids, sizes, solver=solver)

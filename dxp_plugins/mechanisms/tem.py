@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import heapq
 import math
-import sys
 import threading
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
@@ -694,7 +693,7 @@ class TEM(Mechanism):
         frequent words until the cache is full). Progress is shown on stderr (``progress``:
         None = when stderr is a terminal). Returns how many laws are cached afterwards.
         """
-        from tqdm.auto import tqdm
+        from .._progress import progress_bar
 
         if self.constant_work:
             raise ValueError("constant_work=True uses no caches; nothing to precompute")
@@ -706,14 +705,7 @@ class TEM(Mechanism):
         # Laws already cached for this key are not rebuilt (nor put again: review 10, F5).
         ids = ids[np.array([self._cache.get((key, w)) is None for w in ids.tolist()], bool)]
         step = self._block_rows(8)
-        disable = None if progress is None else not progress
-        with tqdm(
-            total=len(ids),
-            desc="TEM candidate lists",
-            unit="word",
-            file=sys.stderr,
-            disable=disable,
-        ) as bar:
+        with progress_bar(progress, total=len(ids), desc="TEM candidate lists", unit="word") as bar:
             for start in range(0, len(ids), step):
                 block = ids[start : start + step]
                 laws = self._laws(block, epsilon, gamma, admit_all=True)

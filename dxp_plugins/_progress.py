@@ -1,0 +1,34 @@
+"""Progress bars on stderr, one rule for every long library call.
+
+``progress=True`` shows a bar, ``False`` hides it, ``None`` shows it only when stderr is a
+terminal. tqdm's own ``disable=None`` means the same in a terminal, but ``tqdm.notebook``
+turns it into "show" in every Jupyter kernel (a widget, frozen at 0% in the saved
+notebook), and importing ``tqdm.auto`` warns "IProgress not found" in kernels without
+ipywidgets even when no bar is shown (notebook review, twenty-fourth session). So the
+choice is made here, and ``tqdm.auto`` is imported only for a bar that is shown.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def progress_bar(progress: bool | None, **options: Any) -> Any:
+    """A tqdm bar writing to stderr (``options``: tqdm's), or a disabled one."""
+    stream = sys.stderr
+    show = progress if progress is not None else _is_terminal(stream)
+    if not show or stream is None:
+        from tqdm.std import tqdm as hidden
+
+        return hidden(disable=True, **options)
+    from tqdm.auto import tqdm
+
+    return tqdm(file=stream, **options)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
