@@ -105,13 +105,17 @@ def _entry(module: Any, name: str) -> str:
             else "class"
         )
         head = f"`{name}{_parameters(value)}`"
-    elif callable(value):
+    elif inspect.isroutine(value):
         kind = "function"
         head = f"`{name}{_parameters(value)}`"
+    elif callable(value):  # a typing alias such as Selector: its signature varies by Python
+        kind = "type"
+        head = f"`{name}`"
     else:
         kind = "constant"
         head = f"`{name}`"
-    summary = (_summary(value) if kind != "constant" else _constant(value)).replace("|", "\\|")
+    summary = _constant(value) if kind == "constant" else "" if kind == "type" else _summary(value)
+    summary = summary.replace("|", "\\|")
     return f"| {head} | {kind} | {summary} |"
 
 
