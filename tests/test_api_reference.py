@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.api_reference import MODULES, render
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 
 
 def test_the_api_reference_is_current():
-    pytest.importorskip("gensim")  # dxp_plugins.topics documents gensim-backed functions
-    pytest.importorskip("matplotlib")
+    # The same page on Python 3.11, 3.13 and 3.14 (without gensim): parameter names only.
     assert PAGE.read_text(encoding="utf-8") == render(), (
         "docs/api.md is stale: regenerate it with "
         "`.venv/bin/python -m tests.api_reference > docs/api.md`"
