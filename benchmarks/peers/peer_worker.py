@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     words = json.loads(Path(args.inputs).read_text(encoding="utf-8"))
     result = RUNNERS[args.peer](args, words)
     outputs = result.pop("outputs")
-    if result.get("unchanged") is None:  # a runner that did not sample chunk by chunk
+    if "unchanged" not in result:  # a runner that did not sample chunk by chunk
         result["unchanged"] = unchanged_share(words, outputs)
     result["outputs_sample"] = outputs[:20]
     emit(

@@ -91,11 +91,8 @@ def _privatize(args: argparse.Namespace) -> int:
     seen: set[str] | None = set() if total is None else None  # else at the end of the run
     run = args.released = _Released(
         "stdout" if args.output == "-" else args.output,
-        embeddings={
-            "name": args.embeddings,
-            "params": dict(args.embeddings_param),
-            "vocab_size": args.vocab_size,
-        },
+        # As given; the table's real size and fingerprint are in the guarantee.
+        embeddings={"name": args.embeddings, "params": dict(args.embeddings_param)},
     )
     try:
         with ExitStack() as stack:

@@ -31,8 +31,8 @@ class _Released:
     finished: bool = False  # every document was written
     report: str | None = None  # where the partial report went
     report_failed: bool = False
-    # The embeddings as given (name, --embeddings-param, --vocab-size): the guarantee names
-    # a table by fingerprint; these say where it came from (BYOE review F10).
+    # The embeddings as given (name, --embeddings-param): the guarantee names the table by
+    # fingerprint and size; these say where it came from (BYOE review F10).
     embeddings: dict[str, Any] = field(default_factory=dict)
 
     @property

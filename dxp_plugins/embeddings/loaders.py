@@ -490,9 +490,13 @@ def load_spacy_vectors(
     is the row order, whatever ``vocab_size``, unless ``frequency_ordered=False`` (no rank:
     ``vocab_size``, FREQUENCY grouping and zipf weights are then refused). It used to rank
     only when ``vocab_size`` cut the table, so those worked or failed with that number
-    (BYOE review F9). ``vocab_size`` keeps the N first words. Words that share a row are
-    taken in string order, so the N words can end inside a shared row; ties between words
-    of one row are broken at random by the search.
+    (BYOE review F9). The rank is part of the fingerprint: a table loaded whole gets
+    another fingerprint than before this change, so a pipeline or estimator saved with one
+    refuses to run until it is made again (or loaded with ``frequency_ordered=False``).
+
+    ``vocab_size`` keeps the N first words. Words that share a row are taken in string
+    order, so the N words can end inside a shared row; ties between words of one row are
+    broken at random by the search.
     """
     from .._validation import check_int
 
