@@ -24,6 +24,7 @@ import numpy as np
 
 from .._compat import renamed_properties
 from .._validation import check_int
+from ..errors import DxpWarning, warn
 from .table import _immutable
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ OFFSET_MIN_WORDS = 1000
 OFFSET_CONSTANT_SHARE = 0.25
 
 
-def _warn_if_offset(packed: np.ndarray, n_bits: int, table: EmbeddingTable) -> None:
+def _warn_if_offset(packed: np.ndarray, n_bits: int) -> None:
     """Warn when many SimHash bits are the same for nearly every word: the projections
     pass through the origin, so vectors sharing a large common offset (or all non-negative)
     fall on one side of most hyperplanes, their codes collide and Hamming neighbourhoods
@@ -109,8 +110,6 @@ def _warn_if_offset(packed: np.ndarray, n_bits: int, table: EmbeddingTable) -> N
     constant = int(np.count_nonzero((share < 0.05) | (share > 0.95)))
     if constant < OFFSET_CONSTANT_SHARE * n_bits:
         return
-    from ..errors import DxpWarning, warn
-
     warn(
         f"SimHash codes: {constant} of {n_bits} bits are the same for 95% or more of the "
         f"{words} words, so many codes collide (BRR's Hamming neighbours and privacy ratio "
@@ -185,7 +184,7 @@ class BinaryCodes:
         if key not in table.cache:
             # Packed block by block: never an unpacked (words x L) matrix.
             packed = simhash_packed(table.vectors, n_bits, seed)
-            _warn_if_offset(packed, n_bits, table)
+            _warn_if_offset(packed, n_bits)
             table.cache[key] = cls._from_packed(packed, n_bits, "simhash")
         codes: BinaryCodes = table.cache[key]
         return codes
