@@ -93,6 +93,11 @@ def test_keep_fields_is_a_warned_reported_opt_in(tmp_path, capsys, keep, written
     assert err.count("\n") == 1 and err.startswith("dxp: warning: --keep-fields")
     assert "unprotected" in err and "zq7" not in err and "9071" not in err
     assert json.loads(report.read_text())["unprotected_fields"] == reported
+    # The sentence itself names them (compliance review F6: it said only "0 tokens passed").
+    assert (
+        "copied unchanged and unprotected (--keep-fields)"
+        in json.loads(report.read_text())["statement"]
+    )
 
 
 @pytest.mark.parametrize(

@@ -125,6 +125,15 @@ def _report_partial(target: str, run: _Released, kept: list[str]) -> None:
         run.report = target
 
 
+def _kept_clause(kept: list[str]) -> str:
+    """The report's statement names the fields ``--keep-fields`` wrote raw, so a reader of
+    the sentence alone does not miss them (compliance review F6)."""
+    if not kept:
+        return ""
+    fields = "every field but the private one" if "*" in kept else "fields " + ", ".join(kept)
+    return f" JSONL {fields} copied unchanged and unprotected (--keep-fields)."
+
+
 def _write_report(
     stream: IO[bytes] | None, run: _Released, guarantee: Any, kept: list[str], *, complete: bool
 ) -> None:
@@ -136,7 +145,7 @@ def _write_report(
         # The largest document: the bound when one document is one person's.
         "max_tokens_per_document": _most_tokens(guarantee),
         "max_document_spend": guarantee.max_document_spend,
-        "statement": guarantee.statement,
+        "statement": guarantee.statement + _kept_clause(kept),
         "embeddings": run.embeddings,
         "guarantee": guarantee.to_dict(),
         # JSONL fields written unchanged by --keep-fields ("*": all but --field).
