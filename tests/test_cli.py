@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -65,6 +66,10 @@ def test_jsonl_writes_only_the_private_field(tmp_path, capsys):
     assert json.loads(report.read_text())["unprotected_fields"] == []
     # Where the table came from, beside its fingerprint in the guarantee (BYOE review F10).
     assert json.loads(report.read_text())["embeddings"]["name"] == "glove-6b-50d"
+    # An audit trail (compliance review F7): when, what a document was, and the output's hash.
+    record = json.loads(report.read_text())
+    assert record["unit"] == "line" and record["created_at"].endswith("+00:00")
+    assert record["output_sha256"] == hashlib.sha256(out.encode("utf-8")).hexdigest()
 
 
 ROW = {"id": 9071, "text": "Hockey TEAM", "label": "zq7label", "ssn": "zq7ssn"}

@@ -93,6 +93,7 @@ def _privatize(args: argparse.Namespace) -> int:
         "stdout" if args.output == "-" else args.output,
         # As given; the table's real size and fingerprint are in the guarantee.
         embeddings={"name": args.embeddings, "params": dict(args.embeddings_param)},
+        unit=args.unit,
     )
     try:
         with ExitStack() as stack:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import errno
+import hashlib
 import io
 import json
 import os
@@ -34,6 +36,10 @@ class _Released:
     # The embeddings as given (name, --embeddings-param): the guarantee names the table by
     # fingerprint and size; these say where it came from (BYOE review F10).
     embeddings: dict[str, Any] = field(default_factory=dict)
+    # For an audit trail (compliance review F7): what one document was, and a hash of the
+    # bytes that reached the output (the released text, never the input).
+    unit: str | None = None
+    digest: Any = field(default_factory=hashlib.sha256)
 
     @property
     def listed(self) -> int:
@@ -61,6 +67,7 @@ class _Released:
                         raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
                     done += written
             self._count(lines, guarantees, done)
+            self.digest.update(view)
         except BaseException as error:
             # Counted again from the tally before the batch: a signal that landed while
             # the written batch was being counted must not leave it counted in part.
@@ -142,6 +149,11 @@ def _write_report(
     report = {
         "documents": run.listed,
         "complete": complete,
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "unit": run.unit,  # a document: one line (or JSONL record), or one whole file
+        # SHA-256 of the private output as written (complete runs): ties the record to the
+        # file that was sent; the record is self-reported, keep it with that file's hash.
+        "output_sha256": run.digest.hexdigest() if complete else None,
         # The largest document: the bound when one document is one person's.
         "max_tokens_per_document": _most_tokens(guarantee),
         "max_document_spend": guarantee.max_document_spend,
