@@ -287,16 +287,23 @@ def _check_text_rows(path: Path, dim: int, no_header: bool, rows: int) -> None:
     text file that does not hold ``dim`` values (PRIVACY.md 26): gensim spreads a single
     value over every dimension instead. Read as gensim reads it (compressed files too,
     lines split at newline only, UTF-8)."""
+    for number, row in _text_rows(path, no_header, rows):
+        values = row.count(" ")
+        if values != dim:
+            raise ValueError(f"{path}, line {number}: {values} values, expected {dim}")
+
+
+def _text_rows(path: Path, no_header: bool, limit: int | None) -> Iterator[tuple[int, str]]:
+    """(line number, row) of the first ``limit`` rows of a word2vec/GloVe text file, read
+    as gensim reads it (compressed files too, lines split at newline only, UTF-8), streamed:
+    a file may hold millions of rows."""
     from gensim import utils
 
     with utils.open(str(path), "rb") as lines:
         if not no_header:
             next(lines, None)
-        first = 1 if no_header else 2
-        for number, line in enumerate(itertools.islice(lines, rows), first):
-            values = line.decode("utf-8", errors="replace").rstrip().count(" ")
-            if values != dim:
-                raise ValueError(f"{path}, line {number}: {values} values, expected {dim}")
+        for number, line in enumerate(itertools.islice(lines, limit), 1 if no_header else 2):
+            yield number, line.decode("utf-8", errors="replace").rstrip()
 
 
 def load_keyed_vectors(
@@ -436,28 +443,20 @@ def _first_uneven_row(path: Path, no_header: bool, limit: int | None) -> str | N
     first rows (GloVe 840B writes words holding spaces: gensim said only "could not
     convert string to float: 'york'"), or holds an empty line; None if neither occurs in
     the rows gensim read (``limit``)."""
-    from gensim import utils
-
-    def field_counts() -> Iterator[int]:  # streamed: a file may hold millions of rows
-        with utils.open(str(path), "rb") as stream:
-            if not no_header:
-                next(stream, None)
-            for line in itertools.islice(stream, limit):
-                row = line.decode("utf-8", errors="replace").rstrip()
-                yield len(row.split(" ")) if row else 0
-
     typical = collections.Counter(
-        count for count in itertools.islice(field_counts(), 1000) if count
+        row.count(" ")
+        for _, row in itertools.islice(_text_rows(path, no_header, limit), 1000)
+        if row
     ).most_common(1)
     if not typical:
         return None
     expected = typical[0][0]
-    for number, count in enumerate(field_counts(), 1 if no_header else 2):
-        if count == 0:
+    for number, row in _text_rows(path, no_header, limit):
+        if not row:
             return f"{path}, line {number}: an empty line"
-        if count != expected:
+        if row.count(" ") != expected:
             return (
-                f"{path}, line {number}: {count - 1} values, expected {expected - 1} "
+                f"{path}, line {number}: {row.count(' ')} values, expected {expected} "
                 "(a word holding a space?)"
             )
     return None
