@@ -411,6 +411,30 @@ def test_the_statement_of_repeated_releases_states_what_they_give_together():
     assert one.startswith("LPLP: each of 20 documents is (1, 1)-LPLP") and "spend" not in one
 
 
+def test_lplp_statements_say_what_n_and_epsilon_mean_in_word_occurrences():
+    """A change of c occurrences moves a count vector by c in L1 (a replacement by 2) and
+    the geometric noise's loss is linear in L1, so the statement gives e^(c*eps/N)."""
+    one = LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(20).statement
+    assert (
+        "In words: adding or removing c word occurrences in a document changes the "
+        "probability of any output by at most a factor e^(c*1) (replacing a word by another "
+        "is c = 2), so whether a document holds a word c times is protected only at that "
+        "factor." in one
+    )
+    three = LPLPRelease([0, 0, 1, 1], epsilon=2.5, n_changes=3).guarantee(1).statement
+    assert "e^(c*2.5/3) (e^2.5 for c up to 3; replacing a word by another is c = 2)" in three
+    release = LPLPRelease([0, 0, 1, 1], epsilon=1.0)
+    counts = np.ones((2, 4), dtype=int)
+    merged = release.release(counts)[1].merge(release.release(counts)[1]).statement
+    assert "In words (per release): adding or removing c word occurrences" in merged
+    # The factor the clause states is the law's: shifting one compressed count by c
+    # changes the two-sided geometric pmf by exactly e^(c*eps/N).
+    from dxp_plugins.lplp.noise import two_sided_geometric_pmf
+
+    pmf = two_sided_geometric_pmf(np.arange(-20, 21), 2.5 / 3)
+    assert np.allclose(np.log(pmf[:-2] / pmf[2:]).max(), 2 * 2.5 / 3)
+
+
 def test_printing_an_lplp_guarantee_shows_its_statement_and_repr_its_fields():
     record = LPLPRelease([0, 0, 1, 1], epsilon=1.0).guarantee(20)
     assert str(record) == f"{record}" == record.statement

@@ -108,6 +108,7 @@ class LPLPGuarantee:
                 "the 1 document" if self.documents == 1 else f"each of {self.documents} documents"
             )
             text = f"LPLP: {each} is ({n}, {eps})-LPLP: {vectors}. "
+        text += self._in_words()
         features = (
             f"{self.n_features} features, uncompressed"
             if self.n_groups == self.n_features
@@ -140,6 +141,21 @@ class LPLPGuarantee:
     def __str__(self) -> str:
         """The :attr:`statement`; ``repr`` lists the fields."""
         return self.statement
+
+    def _in_words(self) -> str:
+        """The L1 bound in word occurrences: removing or adding one occurrence changes a
+        count vector by 1 in L1, replacing one word by another by 2, and the two-sided
+        geometric noise's loss is linear in L1 (``epsilon / N`` per unit), so a change of c
+        occurrences costs ``c * epsilon / N``."""
+        eps, n = number(self.epsilon), self.n_changes
+        per, up_to = (eps, "") if n == 1 else (f"{eps}/{n}", f"e^{eps} for c up to {n}; ")
+        each = " (per release)" if self.releases > 1 else ""
+        return (
+            f"In words{each}: adding or removing c word occurrences in a document changes "
+            f"the probability of any output by at most a factor e^(c*{per}) ({up_to}"
+            "replacing a word by another is c = 2), so whether a document holds a word c "
+            "times is protected only at that factor. "
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the derived ``release_spend``, ``spend`` (the total) and
