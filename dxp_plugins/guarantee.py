@@ -83,9 +83,9 @@ def total(epsilon: float, count: int, extra: float = 0.0) -> str:
 
 
 def _library_version() -> str:
-    from . import __version__
+    from ._revision import library_version
 
-    return __version__
+    return library_version()
 
 
 @dataclass(frozen=True)

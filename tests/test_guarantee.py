@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dxp_plugins as dxp
+from dxp_plugins._revision import library_version
 from dxp_plugins.guarantee import Accountant, Guarantee
 
 
@@ -30,8 +31,9 @@ def test_record_names_everything_a_release_guarantees(glove_5k):
         tokens_passed_through=0,
         oov_policy="unk",
         rng="secure",
-        library_version=dxp.__version__,
+        library_version=library_version(),
     )
+    assert record.library_version.startswith(dxp.__version__)  # "+g<commit>" in a clone
     assert record.spend == 12.0
     assert json.loads(json.dumps(record.to_dict()))["spend"] == 12.0
     assert "4*d-private" in record.statement

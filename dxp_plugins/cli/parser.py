@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from .. import __version__
+from .._revision import library_version
 from .calibrate import _calibrate
 from .privatize import _privatize
 from .process import PROG
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"dxp_plugins {__version__}")
+    parser.add_argument("--version", action="version", version=f"dxp_plugins {library_version()}")
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     parser.set_defaults(handler=_help(parser))
 
