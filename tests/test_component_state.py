@@ -161,3 +161,19 @@ def test_every_warning_of_the_library_has_its_own_category():
     assert plain == []
     with pytest.warns(dxp.DxpWarning, match="'de' pipeline"):
         spacy.blank("de").add_pipe("dxp_privatizer", config={"epsilon": 1.0, **FAST})
+
+
+def test_saving_a_seeded_component_warns_that_the_seed_travels_with_it(tmp_path):
+    """spaCy review leftover: a seeded pipeline saved or packaged gives every process that
+    loads it the same noise; the warning came only when it was loaded."""
+    import warnings
+
+    seeded = make_nlp(epsilon=10.0, seed=3)
+    for save in (lambda: seeded.to_disk(tmp_path / "seeded"), seeded.to_bytes):
+        with pytest.warns(dxp.SeededRandomnessWarning, match="saving a seeded dxp_privatizer"):
+            save()
+    secure = make_nlp(epsilon=10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.SeededRandomnessWarning)
+        secure.to_disk(tmp_path / "secure")
+        secure.to_bytes()

@@ -47,7 +47,7 @@ from .._random import RandomSource
 from .._tokenization import TokenizedText, detokenize, private_spaces, vocabulary_test
 from .._validation import check_choice
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
-from ..errors import DxpWarning, OOVError, warn
+from ..errors import DxpWarning, OOVError, SeededRandomnessWarning, warn
 from ..guarantee import Accountant
 from ..text import batch_is_full, privatize_tokenized
 from . import DEFAULT_CONFIG
@@ -468,6 +468,14 @@ class Privatizer:
             fingerprint = self._fingerprint
         else:
             fingerprint = self._fingerprint_if_available()
+        if self.settings.seed is not None:
+            warn(
+                "saving a seeded dxp_privatizer: its seed is in what is saved (and in "
+                "config.cfg), so every process that loads or installs the pipeline draws "
+                "the same noise and anyone with the files can regenerate it; save it "
+                "without a seed for private releases",
+                SeededRandomnessWarning,
+            )
         return {"format": _FORMAT, "config": self.cfg, "embeddings_fingerprint": fingerprint}
 
     def _fingerprint_if_available(self) -> str | None:
