@@ -160,10 +160,23 @@ def privatize_texts(
     """
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
+    _check_mechanism(mechanism)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if nlp is not None:
         check_english(nlp, "nlp")
     return _privatize_stream(texts, mechanism, batch_size, select, nlp)
+
+
+def _check_mechanism(mechanism: Any) -> None:
+    """A TypeError that says how to build a mechanism from a name (other doors take one)."""
+    from .mechanisms.base import Mechanism
+
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(
+            f"mechanism must be a Mechanism, got {type(mechanism).__name__}: build one with "
+            "dxp.make_mechanism(name, embeddings, epsilon=...) or dxp.Madlib(embeddings, "
+            "epsilon=...)"
+        )
 
 
 def _privatize_stream(

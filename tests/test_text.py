@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 
@@ -152,6 +153,33 @@ def test_batches_are_lazy_and_keep_order(glove_5k):
         mech.privatize_batch([["hockey"], ["team", 3]])
     with pytest.raises(TypeError, match=r"got list \(for several texts use privatize_texts\)"):
         privatize_text(["hockey team", "a cup"], mech)
+
+
+def test_text_given_where_words_or_a_mechanism_were_expected_is_named(glove_5k):
+    """Sharing review F8: ``privatize(["my order never arrived"])`` released one word for
+    the whole sentence without a word, and ``privatize_text(text, "madlib")`` raised an
+    AttributeError about ``.embeddings``."""
+    import warnings
+
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    for oov in ("unk", "passthrough", "raise"):
+        with warnings.catch_warnings():  # passthrough's own warning
+            warnings.simplefilter("ignore", dxp.PrivacyWarning)
+            other = dxp.Madlib(glove_5k, epsilon=300.0, oov=oov)
+        with (
+            pytest.warns(dxp.DxpWarning, match="several whitespace-separated words") as seen,
+            contextlib.suppress(dxp.OOVError),
+        ):
+            other.privatize(["Hi, my name is Sarah", "team"])
+        assert all("Sarah" not in str(warning.message) for warning in seen)
+    with warnings.catch_warnings():  # words, one odd token, text: no warning
+        warnings.simplefilter("error", dxp.DxpWarning)
+        mech.privatize(["hockey", "team", "qzxqzx", " ", "\t"])
+        privatize_text("a\u00a0b  hockey\u3000team\u2009cup", mech)
+    with pytest.raises(TypeError, match=r"^mechanism must be a Mechanism, got str: .*make_mech"):
+        privatize_text("hello there", "madlib")
+    with pytest.raises(TypeError, match=r"^mechanism must be a Mechanism, got NoneType"):
+        list(privatize_texts(["hello"], None))
 
 
 def test_privatize_texts_default_batch_is_the_doors(glove_5k):

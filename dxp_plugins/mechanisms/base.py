@@ -21,7 +21,7 @@ from .._compat import renamed_properties
 from .._random import RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
-from ..errors import OOVError, OOVWarning, PrivacyWarning, warn
+from ..errors import DxpWarning, OOVError, OOVWarning, PrivacyWarning, warn
 from ..guarantee import OOV_POLICIES, Accountant, Guarantee, OOVPolicy
 
 #: Settings a subclass may assign once (in ``__init__``) but never again.
@@ -372,6 +372,8 @@ class Mechanism(ABC):
         ``oov="passthrough"``); raises OOVError under ``oov="raise"``."""
         ids = self.embeddings._rows(flat)  # every token checked by _as_tokens
         oov = ids == OOV_ID
+        if oov.any():
+            _warn_if_text_given_as_tokens(flat, oov)
         if self.oov == "raise" and oov.any():
             first = int(np.flatnonzero(oov)[0])
             doc_index = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
@@ -501,3 +503,16 @@ class Mechanism(ABC):
     def __repr__(self) -> str:
         settings = ", ".join(f"{key}={value!r}" for key, value in self._settings().items())
         return f"{type(self).__name__}({self.embeddings!r}, {settings}, rng={self.rng_mode!r})"
+
+
+def _warn_if_text_given_as_tokens(flat: list[str], oov: np.ndarray) -> None:
+    """A :class:`~dxp_plugins.DxpWarning` (no token quoted) when an out-of-vocabulary token
+    holds words separated by whitespace: ``privatize(["my order never arrived"])`` releases
+    one word for the whole sentence, since it takes words, not text."""
+    if any(len(flat[i].split()) > 1 for i in np.flatnonzero(oov).tolist()):
+        warn(
+            "a token holds several whitespace-separated words (text given where words were "
+            "expected?): privatize() and privatize_batch() take tokens and release one word "
+            "per token; privatize_text() / privatize_texts() tokenize text",
+            DxpWarning,
+        )
