@@ -475,3 +475,17 @@ def test_a_text_too_long_for_the_tagger_is_refused_clearly(glove_5k, monkeypatch
         privatizer.transform(["the team", "x" * 45])
     assert privatizer.accountant_.spent == 0
     assert privatizer.transform([" " * 45, "\u200b" * 45]) == ["", ""]  # never read by spaCy
+
+
+def test_fit_takes_none_as_stateless_sklearn_transformers_do():
+    """Sharing review F8: ``fit`` learns nothing, yet ``fit(None)`` (what a service or
+    ``HashingVectorizer`` users write) raised a TypeError."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    HashingVectorizer().fit(None)  # the convention followed
+    privatizer = dxp.TextPrivatizer(epsilon=300.0, vocab_size=3_000).fit(None)
+    assert privatizer.transform(["the team"]) == ["the team"]
+    assert not hasattr(privatizer, "n_features_in_")
+    assert not hasattr(privatizer, "feature_names_in_")
+    with pytest.raises(TypeError, match="X must be an iterable of str, got NoneType"):
+        dxp.TextPrivatizer(epsilon=300.0, vocab_size=3_000).fit_transform(None)

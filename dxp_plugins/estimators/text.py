@@ -145,8 +145,9 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         self.accountant = accountant
 
     # -- scikit-learn API -------------------------------------------------------------------
-    def fit(self, X: Iterable[str], y: Any = None) -> TextPrivatizer:
-        """Check the settings and build the mechanism (nothing is learned from ``X``).
+    def fit(self, X: Iterable[str] | None, y: Any = None) -> TextPrivatizer:
+        """Check the settings and build the mechanism (nothing is learned from ``X``, which
+        may be None, as for scikit-learn's stateless ``HashingVectorizer``).
 
         A fit that fails leaves the transformer unfitted: a failed re-fit kept the previous
         mechanism, which ``transform`` then used under the new settings (releasing at the
@@ -154,9 +155,10 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         twenty-second session)."""
         for attribute in _FITTED:
             self.__dict__.pop(attribute, None)
-        _documents(X)  # a one-column table (2-D) is one feature, named as sklearn names it
+        if X is not None:
+            _documents(X)  # a one-column table (2-D) is one feature, named as sklearn names it
         shape = getattr(X, "shape", None)
-        names = _get_feature_names(X)
+        names = None if X is None else _get_feature_names(X)
         for attribute, value in (
             ("n_features_in_", 1 if shape is not None and len(shape) == 2 else None),
             ("feature_names_in_", names),
