@@ -1021,12 +1021,17 @@ def test_the_report_is_written_after_the_progress_bar(tmp_path, capsys, monkeypa
 
 
 @pytest.mark.parametrize(
-    "bad", [["--epsilons", "0"], ["--epsilons", "5", "--word-pool", "0"], ["--eta", "2"]]
+    "bad",
+    [
+        ["--epsilons", "0"],
+        ["--epsilons", "5", "--word-pool", "0"],
+        ["--epsilons", "5", "--eta", "2"],
+    ],
 )
 def test_calibrate_checks_every_argument_before_creating_the_folder(tmp_path, capsys, bad):
     """A failed run left an empty --out folder behind."""
     out = tmp_path / "new" / "calib"
-    args = ["calibrate", "--epsilons", "5", "--words", "3", "--samples", "20", *bad]
+    args = ["calibrate", "--words", "3", "--samples", "20", *bad]
     code = main([*args, "--vocab-size", "1000", "--no-figures", "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1, err

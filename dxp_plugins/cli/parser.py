@@ -19,6 +19,49 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+#: The namespace attribute where :class:`_Once` notes the options already given.
+_GIVEN = "_options_given"
+
+#: Why a second ``--field`` is refused, and what to do instead (review 25, F1: the first
+#: ``--field`` was dropped, and under ``--keep-fields '*'`` its field was copied raw).
+ONE_FIELD = (
+    "dxp privatizes one JSONL field per run (the output holds only it, and --keep-fields "
+    "'*' would copy the other field raw). For two fields, run dxp once per field (with "
+    "--keep-fields id to join the outputs), or join them into one field first"
+)
+
+
+class _Once(argparse.Action):
+    """Store an option that takes one value and may be given once.
+
+    argparse lets a repeated option's last value win, silently: ``--field body --field
+    subject`` privatized only ``subject`` (and ``--keep-fields '*'`` then copied the body
+    raw), and ``--oov unk ... --oov passthrough`` would release unknown words raw. A second
+    occurrence (under any of its spellings, even with the same value) is a usage error at
+    parse time, before anything is read, loaded or drawn. Options that add up use
+    ``append``; on/off switches (``--progress``) keep argparse's last-wins.
+    """
+
+    def __init__(self, *args: Any, hint: str = "give it once", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hint = hint
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given: set[str] = namespace.__dict__.setdefault(_GIVEN, set())
+        if self.dest in given:
+            raise argparse.ArgumentError(
+                self, f"given twice: it takes one value, not the last of several; {self.hint}"
+            )
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 def _key_value(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
@@ -73,16 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
     priv.add_argument(
         "-o",
         "--output",
+        action=_Once,
         default="-",
         help=(
             "output file (default: stdout), replaced only when the run succeeds; /dev/stdout, "
             "/dev/fd/N, FIFOs and devices are written through (appended to, never replaced)"
         ),
     )
-    priv.add_argument("-m", "--mechanism", default="madlib", help="registry name (default: madlib)")
+    priv.add_argument(
+        "-m", "--mechanism", action=_Once, default="madlib", help="registry name (default: madlib)"
+    )
     priv.add_argument(
         "-e",
         "--epsilon",
+        action=_Once,
         type=float,
         required=True,
         help="privacy parameter per unit of the mechanism's metric, per token",
@@ -90,12 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mechanism_options(priv)
     priv.add_argument(
         "--oov",
+        action=_Once,
         default="unk",
         choices=["unk", "raise", "passthrough"],
         help="out-of-vocabulary policy (default: unk)",
     )
     priv.add_argument(
         "--seed",
+        action=_Once,
         type=int,
         help="reproducible seeded noise (NOT for private releases; default: secure)",
     )
@@ -104,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     selection.add_argument(
         "--spacy-model",
+        action=_Once,
         metavar="NAME",
         help="installed spaCy pipeline that tags the texts (needed by --pos/--entities)",
     )
@@ -120,10 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="privatize only tokens in these entity types ('*' for any), e.g. PERSON,ORG",
     )
     selection.add_argument(
-        "--token-filter", metavar="NAME", help="registered token filter (dxp_plugins_token_filters)"
+        "--token-filter",
+        action=_Once,
+        metavar="NAME",
+        help="registered token filter (dxp_plugins_token_filters)",
     )
     priv.add_argument(
         "--format",
+        action=_Once,
         choices=["auto", "text", "jsonl"],
         default="auto",
         help=(
@@ -133,7 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     priv.add_argument(
         "--field",
-        help=f"JSONL field to privatize (default: {DEFAULT_FIELD}); the output holds only it",
+        action=_Once,
+        hint=ONE_FIELD,
+        help=(
+            f"JSONL field to privatize (default: {DEFAULT_FIELD}); one per run (given twice: an "
+            "error), and the output holds only it"
+        ),
     )
     priv.add_argument(
         "--keep-fields",
@@ -147,12 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     priv.add_argument(
         "--unit",
+        action=_Once,
         choices=["line", "file"],
         default="line",
         help="plain text: one document per line (default) or per file (not for JSONL)",
     )
     priv.add_argument(
         "--batch-size",
+        action=_Once,
         type=int,
         help="documents per mechanism call (default 1000, as spaCy's nlp.pipe; a batch also "
         "closes at 4 Mi characters). Seeded draws "
@@ -161,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     priv.add_argument(
         "--report",
+        action=_Once,
         metavar="FILE",
         help=(
             "write the guarantee as JSON ('-' for stderr), with the largest document's tokens "
@@ -208,7 +270,10 @@ def _help(parser: argparse.ArgumentParser) -> Any:
 def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
     """Embeddings, search and mechanism options shared by ``privatize`` and ``calibrate``."""
     parser.add_argument(
-        "--embeddings", default="glove-6b-50d", help="registry name (default: glove-6b-50d)"
+        "--embeddings",
+        action=_Once,
+        default="glove-6b-50d",
+        help="registry name (default: glove-6b-50d)",
     )
     parser.add_argument(
         "--embeddings-param",
@@ -219,9 +284,12 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
         help="extra loader argument, e.g. path=vectors.txt (a value that parses as JSON is "
         "decoded: 2024 is an int; '\"2024\"' keeps a str)",
     )
-    parser.add_argument("--vocab-size", type=int, help="keep the N most frequent words")
+    parser.add_argument(
+        "--vocab-size", action=_Once, type=int, help="keep the N most frequent words"
+    )
     parser.add_argument(
         "--index",
+        action=_Once,
         choices=["exact", "hnsw"],
         help="MADLIB: nearest-neighbour search (default: exact)",
     )
@@ -239,11 +307,15 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
 def _add_tem_brr_options(parser: argparse.ArgumentParser) -> None:
     tem_brr = parser.add_argument_group("TEM and BRR (same as --param KEY=VALUE)")
     tem_brr.add_argument(
-        "--metric", help="TEM: euclidean (default), manhattan, chebyshev or angular"
+        "--metric", action=_Once, help="TEM: euclidean (default), manhattan, chebyshev or angular"
     )
-    tem_brr.add_argument("--beta", type=float, help="TEM: Theorem 4.2's beta (default 0.001)")
-    tem_brr.add_argument("--gamma", type=float, help="TEM: explicit truncation radius")
-    tem_brr.add_argument("--n-bits", type=int, help="BRR: code length (default 256)")
+    tem_brr.add_argument(
+        "--beta", action=_Once, type=float, help="TEM: Theorem 4.2's beta (default 0.001)"
+    )
+    tem_brr.add_argument(
+        "--gamma", action=_Once, type=float, help="TEM: explicit truncation radius"
+    )
+    tem_brr.add_argument("--n-bits", action=_Once, type=int, help="BRR: code length (default 256)")
 
 
 def _list(kind: str) -> int:
@@ -279,47 +351,82 @@ def _add_calibrate(commands: Any) -> None:
             "(Feyisetan et al. 2020, Section 4.1). Reads public vocabulary words only."
         ),
     )
-    cal.add_argument("-m", "--mechanism", default="madlib", help="registry name (default: madlib)")
+    cal.add_argument(
+        "-m", "--mechanism", action=_Once, default="madlib", help="registry name (default: madlib)"
+    )
     cal.add_argument(
         "--epsilons",
+        action=_Once,
+        hint="give every value in one comma-separated list, e.g. --epsilons 5,10,20",
         type=_epsilon_list,
         required=True,
         metavar="E1,E2,...",
         help="epsilon values to evaluate, e.g. 5,10,20,40",
     )
-    cal.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
-    cal.add_argument("--words", type=int, default=1000, help="words sampled (default: 1000)")
     cal.add_argument(
-        "--word-pool", type=int, help="sample among the N most frequent words (default: all)"
+        "--out", action=_Once, required=True, metavar="DIR", help="output folder (created)"
     )
     cal.add_argument(
-        "--word-seed", type=int, default=0, help="seed of the public word sample (default 0)"
+        "--words", action=_Once, type=int, default=1000, help="words sampled (default: 1000)"
     )
     cal.add_argument(
-        "--samples", type=int, default=1000, help="Monte Carlo draws per word (default: 1000)"
+        "--word-pool",
+        action=_Once,
+        type=int,
+        help="sample among the N most frequent words (default: all)",
     )
     cal.add_argument(
-        "--eta", type=float, default=0.05, help="S_w holds 1 - eta of the mass (default: 0.05)"
+        "--word-seed",
+        action=_Once,
+        type=int,
+        default=0,
+        help="seed of the public word sample (default 0)",
+    )
+    cal.add_argument(
+        "--samples",
+        action=_Once,
+        type=int,
+        default=1000,
+        help="Monte Carlo draws per word (default: 1000)",
+    )
+    cal.add_argument(
+        "--eta",
+        action=_Once,
+        type=float,
+        default=0.05,
+        help="S_w holds 1 - eta of the mass (default: 0.05)",
     )
     cal.add_argument(
         "--method",
+        action=_Once,
         choices=["auto", "exact", "monte_carlo"],
         default="auto",
         help="exact output law where available (auto, default) or Monte Carlo",
     )
     cal.add_argument(
         "--confidence",
+        action=_Once,
         type=float,
         default=0.95,
         help="Monte Carlo: two-sided level of each word's N_w and S_w bounds (default: 0.95)",
     )
-    cal.add_argument("--max-n-w", type=float, help="target: worst-case N_w at most this")
-    cal.add_argument("--min-s-w", type=float, help="target: worst-case S_w at least this")
     cal.add_argument(
-        "--refine", type=int, default=0, help="bisection steps above the best epsilon listed"
+        "--max-n-w", action=_Once, type=float, help="target: worst-case N_w at most this"
+    )
+    cal.add_argument(
+        "--min-s-w", action=_Once, type=float, help="target: worst-case S_w at least this"
+    )
+    cal.add_argument(
+        "--refine",
+        action=_Once,
+        type=int,
+        default=0,
+        help="bisection steps above the best epsilon listed",
     )
     _add_mechanism_options(cal)
-    cal.add_argument("--seed", type=int, help="seeded mechanism noise (reproducible runs)")
+    cal.add_argument(
+        "--seed", action=_Once, type=int, help="seeded mechanism noise (reproducible runs)"
+    )
     cal.add_argument(
         "--figures",
         action=argparse.BooleanOptionalAction,
