@@ -15,7 +15,7 @@ from ..errors import OOVError, TextTooLongError
 from .process import CLIError, _WarningPrinter
 from .records import (
     _census,
-    _held,
+    _Copied,
     _is_regular_file,
     _jsonl_options,
     _kept_fields,
@@ -25,7 +25,6 @@ from .records import (
     _readable_input,
     _records,
     _render,
-    _see_kept,
     _warn_absent,
 )
 from .report import _Released, _report_partial, _write_report
@@ -87,8 +86,9 @@ def _privatize(args: argparse.Namespace) -> int:
         total, found = _census(args, kept)
         mechanism, select, nlp = _machinery(args, settings)
     if total is not None:  # every input was read through: a kept field in none is named now
-        _warn_absent(kept, found)
-    seen: set[str] | None = set() if total is None else None  # else at the end of the run
+        _warn_absent(found)
+    # The --keep-fields found as the run goes, when the inputs were not all read through.
+    seen = _Copied(kept, args.field) if total is None else None
     run = args.released = _Released(
         "stdout" if args.output == "-" else args.output,
         # As given; the table's real size and fingerprint are in the guarantee.
@@ -110,12 +110,12 @@ def _privatize(args: argparse.Namespace) -> int:
             with _progress_bar(args, total) as progress:
                 _privatize_inputs(args, out, run, progress, kept, seen, mechanism, select, nlp)
             run.finished = True
+            copied = found if seen is None else seen
             if seen is not None:
-                _warn_absent(kept, seen)
+                _warn_absent(seen)
             if args.report:  # no document: nothing was released
                 guarantee = run.total or settings.nothing_released(mechanism)
-                held = _held(kept, found if seen is None else seen)
-                _write_report(report, run, guarantee, held, complete=True)
+                _write_report(report, run, guarantee, copied.listing(), complete=True)
     except BrokenPipeError:  # the reader left: what it read is unknown (exit 141, no report)
         raise
     except BaseException:
@@ -123,7 +123,7 @@ def _privatize(args: argparse.Namespace) -> int:
             if run.finished:  # every document went out, then the report failed
                 run.report_failed = True
             else:
-                _report_partial(args.report, run, _held(kept, found if seen is None else seen))
+                _report_partial(args.report, run, (found if seen is None else seen).listing())
         raise
     return 0
 
@@ -134,7 +134,7 @@ def _privatize_inputs(
     run: _Released,
     progress: Any,
     kept: list[str],
-    seen: set[str] | None,
+    seen: _Copied | None,
     mechanism: Any,
     select: Any,
     nlp: Any,
@@ -167,7 +167,7 @@ def _privatize_inputs(
                     lines.append(b"\n" + line if separate else line)
                     separate = not line.endswith((b"\n", b"\r"))
                     if seen is not None:
-                        _see_kept(context, kept, seen)
+                        seen.see(context)
                 args.place = _place(label, batch[0][0], batch[-1][0])
                 run.write(out, lines, [result.guarantee for result in results])
                 progress.update(len(batch))

@@ -4,6 +4,7 @@ output line written for each."""
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
 import json
 import os
@@ -18,11 +19,18 @@ from typing import IO, Any, NoReturn
 
 from ..errors import DxpWarning, PrivacyWarning
 from .process import CLIError
+from .report import _Unprotected
 from .settings import _labels
 from .targets import _descriptor
 
 #: ``--keep-fields '*'``: every field of a JSONL record.
 ALL_FIELDS = "*"
+#: The most ``--keep-fields`` names a report lists; the others are counted (under '*' the
+#: names are the records' own keys: a file may hold a new one in every record).
+LISTED_FIELDS = 100
+#: The distinct names counted under '*' before counting stops (bounded memory): past it,
+#: the report's count of the names not listed is a floor.
+COUNTED_FIELDS = 100_000
 #: The JSONL field privatized when ``--field`` is not given.
 DEFAULT_FIELD = "text"
 #: The UTF-8 byte order mark (U+FEFF) some editors write first: not part of the first word.
@@ -273,7 +281,7 @@ def _census(
     args: argparse.Namespace,
     kept: Sequence[str],
     check: Callable[[str, list[tuple[int | None, Any, str]]], None] | None = None,
-) -> tuple[int | None, set[str]]:
+) -> tuple[int | None, _Copied]:
     """Read every regular input file through once, with the run's own reader, before any
     noise is drawn: a bad record anywhere fails in seconds, with its usual error, before
     anything is spent or written; ``check(label, batch)`` then looks at each batch of
@@ -281,7 +289,7 @@ def _census(
     input is stdin, a FIFO or a device, read only as the run goes) and the --keep-fields
     found."""
     regular = [name for name in args.files if _is_regular_file(name)]
-    documents, seen = 0, set[str]()
+    documents, seen = 0, _Copied(kept, args.field)
     with closing(_open_inputs(regular)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
@@ -290,7 +298,7 @@ def _census(
                 for number, context, _ in batch if kept else ():
                     # a kept value strict JSON cannot hold fails here too
                     _render(context, "", args.field, kept, _place(label, number))
-                    _see_kept(context, kept, seen)
+                    seen.see(context)
                 if check is not None:
                     check(label, batch)
     args.place = None
@@ -307,22 +315,66 @@ def _is_regular_file(name: str) -> bool:
         return False
 
 
-def _see_kept(context: Any, kept: Sequence[str], seen: set[str]) -> None:
-    """Note which --keep-fields names this record has."""
-    if context[0] == "json":
-        seen.update(name for name in kept if name in context[1])
+class _Copied:
+    """The fields ``--keep-fields`` copied unchanged: the names given that some record held
+    or, under '*', every top-level key but ``--field`` that some record held (its value is
+    copied whole: a nested object's keys and all). Such keys are data and may be private:
+    they go into the report, which describes what was released, never into a warning or an
+    error. Memory stays bounded whatever the keys: the :data:`LISTED_FIELDS` first names in
+    sorted order are kept, and distinct names are counted up to :data:`COUNTED_FIELDS`."""
+
+    def __init__(self, kept: Sequence[str], field: str) -> None:
+        self.kept = list(kept)
+        self.every = self.kept == [ALL_FIELDS]
+        self.field = field
+        self.counted: set[str] = set()
+        self.first: list[str] = []  # sorted, at most LISTED_FIELDS (under '*')
+
+    def see(self, context: Any) -> None:
+        """Note the copied fields of one document (a JSONL record's; text has none)."""
+        if context[0] != "json":
+            return
+        record = context[1]
+        if not self.every:
+            self.counted.update(name for name in self.kept if name in record)
+            return
+        for key in record:
+            if key != self.field and key not in self.counted:
+                self._add(key)
+
+    def _add(self, name: str) -> None:
+        if len(self.counted) < COUNTED_FIELDS:
+            self.counted.add(name)
+        first = self.first
+        if len(first) >= LISTED_FIELDS and name >= first[-1]:
+            return
+        at = bisect.bisect_left(first, name)
+        if at < len(first) and first[at] == name:  # seen after counting stopped
+            return
+        first.insert(at, name)
+        del first[LISTED_FIELDS:]
+
+    def absent(self) -> list[str]:
+        """The names given that no record held (typos: as typed, never a key read)."""
+        return [name for name in self.kept if name != ALL_FIELDS and name not in self.counted]
+
+    def listing(self) -> _Unprotected:
+        """What the report lists: the names given that some record held, in the order
+        typed, or under '*' the names held, sorted; at most :data:`LISTED_FIELDS`, and the
+        count of the others (under '*', a floor once :data:`COUNTED_FIELDS` are counted)."""
+        if self.every:
+            names, total = list(self.first), len(self.counted)
+        else:  # a name no record held wrote nothing
+            held = [name for name in self.kept if name in self.counted]
+            names, total = held[:LISTED_FIELDS], len(held)
+        floor = self.every and len(self.counted) >= COUNTED_FIELDS
+        return _Unprotected(names, total - len(names), every=self.every, floor=floor)
 
 
-def _held(kept: Sequence[str], seen: set[str]) -> list[str]:
-    """The --keep-fields a report lists as unprotected: '*', or the names some record held
-    (in the order typed; a name no record held wrote nothing)."""
-    return [name for name in kept if name == ALL_FIELDS or name in seen]
-
-
-def _warn_absent(kept: Sequence[str], seen: set[str]) -> None:
+def _warn_absent(copied: _Copied) -> None:
     """Warn once of the --keep-fields names no record had (as typed: never a key read from
     the data, which may be private)."""
-    absent = [name for name in kept if name != ALL_FIELDS and name not in seen]
+    absent = copied.absent()
     if absent:
         names = ", ".join(map(repr, absent))
         fields = f"field {names} was" if len(absent) == 1 else f"fields {names} were"

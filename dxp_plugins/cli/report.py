@@ -9,7 +9,7 @@ import io
 import json
 import os
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from ..guarantee import _most_tokens
 from .process import CLIError, _say
@@ -118,7 +118,16 @@ def _documents(count: int) -> str:
     return f"{count:,} document{'' if count == 1 else 's'}"
 
 
-def _report_partial(target: str, run: _Released, kept: list[str]) -> None:
+class _Unprotected(NamedTuple):
+    """The fields ``--keep-fields`` copied unchanged, as the report lists them."""
+
+    names: list[str]  # at most LISTED_FIELDS (records.py): as typed, or under '*' sorted
+    unlisted: int  # the others
+    every: bool = False  # --keep-fields '*'
+    floor: bool = False  # counting stopped: at least ``unlisted`` others
+
+
+def _report_partial(target: str, run: _Released, kept: _Unprotected) -> None:
     """The report of what a failing run has already released, marked incomplete."""
     try:
         if target == "-":
@@ -132,17 +141,27 @@ def _report_partial(target: str, run: _Released, kept: list[str]) -> None:
         run.report = target
 
 
-def _kept_clause(kept: list[str]) -> str:
+def _kept_clause(kept: _Unprotected) -> str:
     """The report's statement names the fields ``--keep-fields`` wrote raw, so a reader of
-    the sentence alone does not miss them (compliance review F6)."""
-    if not kept:
+    the sentence alone does not miss them (compliance review F6); under '*' the names some
+    record held (review 25, F5: it said "every field but the private one" alone)."""
+    if not (kept.names or kept.unlisted):
         return ""
-    fields = "every field but the private one" if "*" in kept else "fields " + ", ".join(kept)
-    return f" JSONL {fields} copied unchanged and unprotected (--keep-fields)."
+    fields = ", ".join(kept.names)
+    if kept.unlisted:
+        more = f"at least {kept.unlisted:,}" if kept.floor else f"{kept.unlisted:,}"
+        fields += f" and {more} more"
+    option = "--keep-fields '*': every field but the private one" if kept.every else "--keep-fields"
+    return f" JSONL fields {fields} copied unchanged and unprotected ({option})."
 
 
 def _write_report(
-    stream: IO[bytes] | None, run: _Released, guarantee: Any, kept: list[str], *, complete: bool
+    stream: IO[bytes] | None,
+    run: _Released,
+    guarantee: Any,
+    kept: _Unprotected,
+    *,
+    complete: bool,
 ) -> None:
     """The JSON report of ``run`` to ``stream`` (None: stderr, for ``--report -``);
     ``complete`` is False for the documents a failing run had already released."""
@@ -160,8 +179,14 @@ def _write_report(
         "statement": guarantee.statement + _kept_clause(kept),
         "embeddings": run.embeddings,
         "guarantee": guarantee.to_dict(),
-        # JSONL fields written unchanged by --keep-fields ("*": all but --field).
-        "unprotected_fields": kept,
+        # JSONL fields written unchanged by --keep-fields: the names given that some record
+        # held, or under '*' every top-level name but --field that some record held, sorted
+        # (a value is copied whole, nested objects and all); at most 100 names
+        # (records.LISTED_FIELDS), and "unprotected_fields_unlisted" counts the others
+        # (under '*' counting stops at 100,000 distinct names, records.COUNTED_FIELDS: a
+        # count of 99,900 is then a floor, and the statement says "at least").
+        "unprotected_fields": kept.names,
+        "unprotected_fields_unlisted": kept.unlisted,
     }
     text = json.dumps(report, indent=2) + "\n"
     if stream is None:
