@@ -89,6 +89,7 @@ CALIBRATE_OPTIONS = [
     (["--words"], "5"),
     (["--word-pool"], "100"),
     (["--word-seed"], "1"),
+    (["--words-file"], "words.txt"),
     (["--samples"], "10"),
     (["--eta"], "0.05"),
     (["--method"], "auto"),

@@ -13,14 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import check_epsilon, check_probability
+from ..errors import DxpWarning, PrivacyWarning
 from .process import CLIError
+from .records import BOM, _readable_input
 from .settings import _build_mechanism
+
+#: Vocabulary words sampled when neither --words nor --words-file is given.
+DEFAULT_WORDS = 1000
 
 
 def _calibrate(args: argparse.Namespace) -> int:
     targeted = _check_arguments(args)
     out = Path(args.out)
-    results, choice, table, words = _evaluate(args, targeted)
+    keys = None if args.words_file is None else _read_words_file(args.words_file)
+    results, choice, table, words = _evaluate(args, targeted, keys)
     summaries = _summaries(results, choice, table, words)
     written, stale = _write(args, out, results, summaries, choice, table, len(words))
     _print_summary(summaries, targeted)
@@ -34,13 +40,14 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _check_arguments(args: argparse.Namespace) -> bool:
     """Refuse a bad argument before anything is loaded or drawn; True when a target
     (``--max-n-w``/``--min-s-w``) is given."""
+    _check_word_source(args)
     for name, value, minimum in (
         ("--words", args.words, 1),
         ("--samples", args.samples, 1),
         ("--word-seed", args.word_seed, 0),
         ("--refine", args.refine, 0),
     ):
-        if value < minimum:
+        if value is not None and value < minimum:  # None: calibrating on --words-file
             raise CLIError(f"{name} must be >= {minimum}")
     if not 0.0 <= args.eta < 1.0:  # before the first epsilon's status line
         raise CLIError("--eta must be in [0, 1)")
@@ -63,9 +70,114 @@ def _check_arguments(args: argparse.Namespace) -> bool:
     return targeted
 
 
-def _evaluate(args: argparse.Namespace, targeted: bool) -> tuple[list[Any], Any, Any, list[str]]:
+def _check_word_source(args: argparse.Namespace) -> None:
+    """The words are a vocabulary sample (--words, --word-pool, --word-seed: defaults filled
+    in here) or those of --words-file (which must be readable), not both."""
+    args.words_skipped = None  # --words-file: its distinct words out of the vocabulary
+    if args.words_file is None:
+        args.words = DEFAULT_WORDS if args.words is None else args.words
+        args.word_seed = 0 if args.word_seed is None else args.word_seed
+        return
+    for flag, value in (
+        ("--words", args.words),
+        ("--word-pool", args.word_pool),
+        ("--word-seed", args.word_seed),
+    ):
+        if value is not None:
+            raise CLIError(
+                f"--words-file calibrates on the words of FILE; {flag} belongs to a sample "
+                "of vocabulary words instead: give one or the other"
+            )
+    path = Path(args.words_file)
+    if args.words_file != "-" and not _readable_input(path):
+        reason = (
+            "is a directory"
+            if path.is_dir()
+            else "not a file, FIFO or character device"
+            if path.exists()
+            else "no such file"
+        )
+        raise CLIError(f"cannot read {args.words_file}: {reason}")
+    if args.words_file == "-" and sys.stdin is None:
+        raise CLIError("stdin is closed")
+
+
+def _read_words_file(name: str) -> dict[str, str]:
+    """The distinct words of file ``name`` ('-': stdin), as the text path sees them in a
+    text: split into tokens by its public tokenizer (allow-listed punctuation and
+    whitespace are not words), one line at a time; keyed by their lookup key (NFKC, lower
+    case), each with its first spelling, looked up as the text path looks it up. Warns
+    first that the outputs will name them; an error names a line, never a word."""
+    from .._normalize import normalize_word
+    from .._validation import check_text
+    from ..text import tokenize
+
+    warnings.warn(
+        "--words-file: calibration.csv, summary.csv and summary.json name the words "
+        "calibrated on: when they come from private texts, keep --out as private as those "
+        "texts",
+        PrivacyWarning,
+        stacklevel=1,
+    )
+    label = "stdin" if name == "-" else name
+    words: dict[str, str] = {}
+    try:
+        stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
+    except OSError as error:
+        raise CLIError(f"cannot read {name}: {error.strerror}") from None
+    try:
+        for number, raw in enumerate(stream, start=1):
+            line = check_text(
+                raw.removeprefix(BOM) if number == 1 else raw, f"{label}, line {number}"
+            )
+            tokens = tokenize(line)
+            for word, selected in zip(tokens.words, tokens.selected, strict=True):
+                if selected:
+                    words.setdefault(normalize_word(word), word)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    if not words:
+        raise CLIError(f"--words-file {name} holds no word to calibrate on")
+    return words
+
+
+def _vocabulary_words(
+    table: Any, words: dict[str, str], name: str, args: argparse.Namespace
+) -> list[str]:
+    """The vocabulary words ``words`` (from :func:`_read_words_file`) look up to, in
+    vocabulary order (not the file's); those out of the vocabulary are skipped and counted
+    in a warning (never named), and none left is an error."""
+    import numpy as np
+
+    from ..embeddings.table import OOV_ID
+
+    rows = table.lookup(list(words.values()))
+    skipped = int(np.sum(rows == OOV_ID))
+    args.words_skipped = skipped
+    if skipped == len(words):
+        raise CLIError(
+            f"--words-file {name}: none of its {len(words):,} distinct words is in the "
+            f"embeddings' vocabulary ({len(table):,} words): nothing to calibrate on"
+        )
+    if skipped:
+        verb = "is" if skipped == 1 else "are"
+        warnings.warn(
+            f"--words-file: {skipped:,} of its {len(words):,} distinct words {verb} not in "
+            f"the embeddings' vocabulary and {'was' if skipped == 1 else 'were'} skipped "
+            "(N_w is defined for vocabulary words only)",
+            DxpWarning,
+            stacklevel=1,
+        )
+    # A row's own word looks up to that row: the statistics name the vocabulary's word.
+    return [str(word) for word in table.word_array()[np.unique(rows[rows != OOV_ID])]]
+
+
+def _evaluate(
+    args: argparse.Namespace, targeted: bool, keys: dict[str, str] | None = None
+) -> tuple[list[Any], Any, Any, list[str]]:
     """The deniability results per epsilon (and the choice, when targeted), the table and
-    the words they were measured on."""
+    the words they were measured on (``keys``: those of --words-file, else a sample)."""
     from .. import calibration
     from ..calibration.choose import check_reachable
     from ..calibration.deniability import has_closed_form
@@ -105,9 +217,12 @@ def _evaluate(args: argparse.Namespace, targeted: bool) -> tuple[list[Any], Any,
             True,
             names={"min_s_w": "--min-s-w", "max_n_w": "--max-n-w", "n_samples": "--samples"},
         )
-    words = calibration.sample_words(
-        table, args.words, pool=args.word_pool, random_state=args.word_seed
-    )
+    if keys is None:
+        words = calibration.sample_words(
+            table, args.words, pool=args.word_pool, random_state=args.word_seed
+        )
+    else:
+        words = _vocabulary_words(table, keys, args.words_file, args)
 
     options: dict[str, Any] = {
         "n_samples": args.samples,
@@ -186,8 +301,12 @@ def _write(
         },
         "settings": {k: v for k, v in results[0].settings.items() if k != "epsilon"},
         "words": words,
+        # Where the words came from: a vocabulary sample (pool and seed), or --words-file
+        # (and how many of its distinct words were out of the vocabulary, skipped).
         "word_pool": args.word_pool,
         "word_seed": args.word_seed,
+        "words_file": args.words_file,
+        "words_skipped": args.words_skipped,
         "seed": args.seed,  # the noise's: None for secure randomness
         "summaries": summaries,
     }

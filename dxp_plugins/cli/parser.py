@@ -8,7 +8,7 @@ import sys
 from typing import Any, NoReturn
 
 from .._revision import library_version
-from .calibrate import _calibrate
+from .calibrate import DEFAULT_WORDS, _calibrate
 from .privatize import _privatize
 from .process import PROG
 from .records import DEFAULT_FIELD
@@ -343,12 +343,14 @@ def _add_calibrate(commands: Any) -> None:
         "calibrate",
         help="plausible-deniability statistics (N_w, S_w) to choose epsilon",
         description=(
-            "For a sample of vocabulary words and each epsilon, estimate N_w = Pr[M(w) = w] "
+            "For each word and each epsilon, estimate N_w = Pr[M(w) = w] "
             "and S_w (the smallest output set holding 1 - eta of the mass), exactly where the "
             "mechanism has a closed form and by Monte Carlo otherwise. Writes calibration.csv "
             "(per word), summary.csv, summary.json and figures to --out. With --max-n-w / "
             "--min-s-w it also reports the largest epsilon meeting that target "
-            "(Feyisetan et al. 2020, Section 4.1). Reads public vocabulary words only."
+            "(Feyisetan et al. 2020, Section 4.1). The words are a sample of the public "
+            "vocabulary (--words, --word-pool, --word-seed), or the words your texts use "
+            "(--words-file)."
         ),
     )
     cal.add_argument(
@@ -367,7 +369,10 @@ def _add_calibrate(commands: Any) -> None:
         "--out", action=_Once, required=True, metavar="DIR", help="output folder (created)"
     )
     cal.add_argument(
-        "--words", action=_Once, type=int, default=1000, help="words sampled (default: 1000)"
+        "--words",
+        action=_Once,
+        type=int,
+        help=f"words sampled (default: {DEFAULT_WORDS})",
     )
     cal.add_argument(
         "--word-pool",
@@ -379,8 +384,21 @@ def _add_calibrate(commands: Any) -> None:
         "--word-seed",
         action=_Once,
         type=int,
-        default=0,
         help="seed of the public word sample (default 0)",
+    )
+    cal.add_argument(
+        "--words-file",
+        action=_Once,
+        metavar="FILE",
+        help=(
+            "calibrate on the words of FILE ('-': stdin) instead of a vocabulary sample: a "
+            "list (whitespace-separated, one per line or more) or your texts themselves, "
+            "split into tokens and looked up as dxp privatize does (NFKC, lower case; "
+            "allow-listed punctuation is no word); words out of the vocabulary are skipped "
+            "and counted in a warning. Not with --words, --word-pool or --word-seed. "
+            "calibration.csv, summary.csv and summary.json name the words calibrated on: "
+            "when they come from private texts, keep --out as private as those texts"
+        ),
     )
     cal.add_argument(
         "--samples",
