@@ -1103,5 +1103,5 @@ def test_help_ends_with_examples(argv, capsys):
         main(argv)
     assert stopped.value.code == 0
     out = capsys.readouterr().out
-    assert "examples:\n  dxp privatize notes.txt --epsilon 10" in out
+    assert "examples:\n  dxp privatize notes.txt --epsilon 3" in out
     assert "docs/choosing-epsilon.md" in out
