@@ -4,8 +4,10 @@
     python benchmarks/run_all.py --peers    # also the peer comparison (~30+ minutes)
 
 Each script prints its own table and writes benchmarks/results/*.json|md; the LPLP topic
-quality study (benchmarks/lplp_20news.py without --throughput) and the calibration
-reproductions are run on their own (see the README).
+quality study (benchmarks/lplp_20news.py without --throughput), the calibration
+reproductions and the attack-success audit (benchmarks/attack_success.py, ~2 minutes; it
+exits 1 if a measured attack beats the guarantee's cap) are run on their own (see the
+README).
 """
 
 from __future__ import annotations
