@@ -107,11 +107,8 @@ def _records(
                 yield number, ("blank", ending), ""
                 continue
             record = _parse_record(body, where)
-            if isinstance(record, dict) and args.field in record and record[args.field] is None:
-                yield number, ("json", record, ending), ""  # null: no text, written as null
-                continue
             if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
-                raise CLIError(f"{where}: field {args.field!r} is missing or not a string or null")
+                raise CLIError(f"{where}: field {args.field!r} is missing or not a string")
             yield number, ("json", record, ending), check_text(record[args.field], where)
     elif args.unit == "file":
         args.place = label
@@ -230,7 +227,7 @@ def _render(context: Any, private: str, field: str, kept: Sequence[str], where: 
         _, record, ending = context
         keep_all = ALL_FIELDS in kept
         out = {
-            key: (None if value is None else private) if key == field else value
+            key: private if key == field else value
             for key, value in record.items()
             if key == field or keep_all or key in kept
         }
