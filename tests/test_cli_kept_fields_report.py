@@ -138,3 +138,34 @@ def test_a_failed_run_lists_the_fields_it_had_copied(tmp_path, capsys, monkeypat
     partial = json.loads(report.read_text())
     assert partial["complete"] is False and partial["unprotected_fields"] == ["a", "b"]
     assert "zq7" not in err
+
+
+def test_a_failed_run_on_a_file_lists_only_the_fields_of_records_it_wrote(
+    tmp_path, capsys, monkeypatch
+):
+    """Diff review F2: a regular file is read through first (the census), and the partial
+    report of a run interrupted midway listed the keys of every record, also of records
+    never written (keys are data)."""
+    from dxp_plugins.cli.report import _Released
+
+    source, report = tmp_path / "in.jsonl", tmp_path / "r.json"
+    rows = [{"text": "team", "a": 1}, {"text": "team", "b": 2}, {"text": "team", "zq7c": 3}]
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    write, calls = _Released.write, []
+
+    def interrupted(self, out, lines, guarantees):
+        calls.append(len(lines))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        write(self, out, lines, guarantees)
+
+    monkeypatch.setattr(_Released, "write", interrupted)
+    argv = ["privatize", source, "--keep-fields", "*", "-e", 300, "--report", report]
+    code = main([str(a) for a in [*argv, "--batch-size", 1, *FAST]])
+    assert code != 0 and len(calls) == 2
+    partial = json.loads(report.read_text())
+    assert partial["complete"] is False and partial["documents"] == 1
+    # "b" is the batch being written when the interrupt came (listed, as it may be out);
+    # the third record was never reached.
+    assert partial["unprotected_fields"] == ["a", "b"]
+    assert "zq7c" not in json.dumps(partial)

@@ -87,8 +87,9 @@ def _privatize(args: argparse.Namespace) -> int:
         mechanism, select, nlp = _machinery(args, settings)
     if total is not None:  # every input was read through: a kept field in none is named now
         _warn_absent(found)
-    # The --keep-fields found as the run goes, when the inputs were not all read through.
-    seen = _Copied(kept, args.field) if total is None else None
+    # The --keep-fields copied as the run goes: what a report lists (a failing run's only
+    # those of the documents it wrote, not the census's, which read every record).
+    seen = _Copied(kept, args.field)
     run = args.released = _Released(
         "stdout" if args.output == "-" else args.output,
         # As given; the table's real size and fingerprint are in the guarantee.
@@ -110,12 +111,11 @@ def _privatize(args: argparse.Namespace) -> int:
             with _progress_bar(args, total) as progress:
                 _privatize_inputs(args, out, run, progress, kept, seen, mechanism, select, nlp)
             run.finished = True
-            copied = found if seen is None else seen
-            if seen is not None:
+            if total is None:  # not read through: a kept field in none is named now
                 _warn_absent(seen)
             if args.report:  # no document: nothing was released
                 guarantee = run.total or settings.nothing_released(mechanism)
-                _write_report(report, run, guarantee, copied.listing(), complete=True)
+                _write_report(report, run, guarantee, seen.listing(), complete=True)
     except BrokenPipeError:  # the reader left: what it read is unknown (exit 141, no report)
         raise
     except BaseException:
@@ -123,7 +123,7 @@ def _privatize(args: argparse.Namespace) -> int:
             if run.finished:  # every document went out, then the report failed
                 run.report_failed = True
             else:
-                _report_partial(args.report, run, (found if seen is None else seen).listing())
+                _report_partial(args.report, run, seen.listing())
         raise
     return 0
 
@@ -134,14 +134,14 @@ def _privatize_inputs(
     run: _Released,
     progress: Any,
     kept: list[str],
-    seen: _Copied | None,
+    seen: _Copied,
     mechanism: Any,
     select: Any,
     nlp: Any,
 ) -> None:
     """Privatize every input to ``out``, one batch at a time; ``run`` counts what is
     written, document by document (a failure midway has released exactly those), and
-    ``seen`` the --keep-fields found (None: not tracked)."""
+    ``seen`` the --keep-fields copied."""
     from ..text import privatize_texts
 
     # A document without a line ending (the last line of a file, a whole file) is
@@ -166,8 +166,7 @@ def _privatize_inputs(
                     line = _render(context, result.text, args.field, kept, args.place)
                     lines.append(b"\n" + line if separate else line)
                     separate = not line.endswith((b"\n", b"\r"))
-                    if seen is not None:
-                        seen.see(context)
+                    seen.see(context)
                 args.place = _place(label, batch[0][0], batch[-1][0])
                 run.write(out, lines, [result.guarantee for result in results])
                 progress.update(len(batch))
