@@ -176,6 +176,17 @@ def test_text_given_where_words_or_a_mechanism_were_expected_is_named(glove_5k):
         warnings.simplefilter("error", dxp.DxpWarning)
         mech.privatize(["hockey", "team", "qzxqzx", " ", "\t"])
         privatize_text("a\u00a0b  hockey\u3000team\u2009cup", mech)
+    # Diff review F4: a door's tokens may hold spaces (spaCy's merge_entities): no warning.
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "GPE", "pattern": "New York"}])
+    nlp.add_pipe("merge_entities")
+    nlp.add_pipe("dxp_privatizer", config={"epsilon": 300.0, "vocab_size": 5000})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.DxpWarning)
+        assert len(nlp("I moved to New York last year")) == 6
+        mech.privatize_batch([["New York", "team"]])  # the doors' method: no warning
     with pytest.raises(TypeError, match=r"^mechanism must be a Mechanism, got str: .*make_mech"):
         privatize_text("hello there", "madlib")
     with pytest.raises(TypeError, match=r"^mechanism must be a Mechanism, got NoneType"):

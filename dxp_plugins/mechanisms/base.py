@@ -292,7 +292,8 @@ class Mechanism(ABC):
 
     def privatize(self, tokens: Sequence[str]) -> list[str]:
         """One private word per token, fresh noise for every occurrence."""
-        self._as_tokens(tokens, "tokens")  # a message about tokens, not a batch's document 0
+        checked = self._as_tokens(tokens, "tokens")  # about tokens, not a batch's document 0
+        self._warn_if_text_given_as_tokens(checked)
         outputs, _ = self.privatize_batch([tokens])
         return outputs[0]
 
@@ -367,13 +368,27 @@ class Mechanism(ABC):
             self._prepare_release(ids[released])
         return int(released.sum())
 
+    def _warn_if_text_given_as_tokens(self, flat: Sequence[str]) -> None:
+        """A :class:`~dxp_plugins.DxpWarning` (no token quoted) when an out-of-vocabulary
+        token holds words separated by whitespace: ``privatize(["my order never arrived"])``
+        releases one word for the whole sentence, since it takes words, not text. Only
+        :meth:`privatize`, the method a caller gives words: the doors call
+        :meth:`privatize_batch` with their tokenizer's tokens, which may hold spaces (spaCy's
+        ``merge_entities`` makes "New York" one token)."""
+        spaced = [token for token in flat if len(token.split()) > 1]
+        if spaced and (self.embeddings._rows(spaced) == OOV_ID).any():
+            warn(
+                "a token holds several whitespace-separated words (text given where words "
+                "were expected?): privatize() and privatize_batch() take tokens and release "
+                "one word per token; privatize_text() / privatize_texts() tokenize text",
+                DxpWarning,
+            )
+
     def _lookup(self, flat: list[str], lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Row ids of the tokens and which of them are released (all but OOV tokens under
         ``oov="passthrough"``); raises OOVError under ``oov="raise"``."""
         ids = self.embeddings._rows(flat)  # every token checked by _as_tokens
         oov = ids == OOV_ID
-        if oov.any():
-            _warn_if_text_given_as_tokens(flat, oov)
         if self.oov == "raise" and oov.any():
             first = int(np.flatnonzero(oov)[0])
             doc_index = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
@@ -503,16 +518,3 @@ class Mechanism(ABC):
     def __repr__(self) -> str:
         settings = ", ".join(f"{key}={value!r}" for key, value in self._settings().items())
         return f"{type(self).__name__}({self.embeddings!r}, {settings}, rng={self.rng_mode!r})"
-
-
-def _warn_if_text_given_as_tokens(flat: list[str], oov: np.ndarray) -> None:
-    """A :class:`~dxp_plugins.DxpWarning` (no token quoted) when an out-of-vocabulary token
-    holds words separated by whitespace: ``privatize(["my order never arrived"])`` releases
-    one word for the whole sentence, since it takes words, not text."""
-    if any(len(flat[i].split()) > 1 for i in np.flatnonzero(oov).tolist()):
-        warn(
-            "a token holds several whitespace-separated words (text given where words were "
-            "expected?): privatize() and privatize_batch() take tokens and release one word "
-            "per token; privatize_text() / privatize_texts() tokenize text",
-            DxpWarning,
-        )
