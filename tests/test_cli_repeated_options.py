@@ -175,3 +175,22 @@ def test_no_single_valued_option_is_left_last_wins(command, listed):
         if isinstance(action, argparse._StoreAction) and action.option_strings
     ]
     assert stores == [], f"give these action=_Once: {stores}"
+
+
+@pytest.mark.parametrize("option", ["--param", "--embeddings-param"])
+def test_a_key_value_option_adds_up_but_refuses_a_key_given_twice(option, capsys):
+    """Diff review F5: ``--param gamma=0.5 --param gamma=100`` ran with 100 (the pairs
+    become a dict); a key given twice, in either spelling of its name, is refused."""
+    parser = build_parser()
+    args = parser.parse_args(["privatize", "n.txt", "-e", "3", option, "a=1", option, "b=2"])
+    assert getattr(args, option[2:].replace("-", "_")) == [("a", 1), ("b", 2)]
+    for second in ("gamma=100", "gamma=0.5"):
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(
+                ["privatize", "n.txt", "-e", "3", option, "gamma=0.5", option, second]
+            )
+        assert exit_.value.code == 2
+        assert "key 'gamma' given twice" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["privatize", "n.txt", "-e", "3", option, "n-bits=8", option, "n_bits=9"])
+    assert "key 'n_bits' given twice" in capsys.readouterr().err

@@ -62,6 +62,27 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+class _EachKeyOnce(argparse.Action):
+    """Collect ``KEY=VALUE`` pairs (``--param``, ``--embeddings-param``), each key once: the
+    pairs become a dict, where a repeated key's last value would win silently, as a
+    repeated single-valued option's did (diff review F5, twenty-fifth session)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        pairs = list(getattr(namespace, self.dest, None) or [])
+        key = values[0]
+        if any(given == key for given, _ in pairs):
+            raise argparse.ArgumentError(
+                self, f"key {key!r} given twice: each key takes one value, not the last of several"
+            )
+        setattr(namespace, self.dest, [*pairs, values])
+
+
 def _key_value(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
@@ -278,7 +299,7 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--embeddings-param",
-        action="append",
+        action=_EachKeyOnce,
         type=_key_value,
         default=[],
         metavar="KEY=VALUE",
@@ -297,7 +318,7 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
     _add_tem_brr_options(parser)
     parser.add_argument(
         "--param",
-        action="append",
+        action=_EachKeyOnce,
         type=_key_value,
         default=[],
         metavar="KEY=VALUE",
