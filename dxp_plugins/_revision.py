@@ -2,15 +2,19 @@
 
 An editable install (or ``PYTHONPATH`` pointing at a clone) reports the same ``__version__``
 at every commit, so a record written there could not say which code produced it. When the
-package's parent folder is a git checkout, :func:`library_version` appends the commit its
-``HEAD`` names as a PEP 440 local label (``0.1.0+g1a2b3c4d5e6f``), read from ``.git``
-without running git. Uncommitted changes are not visible that way. An installed copy
-(``pip install .``) has no ``.git`` beside it and reports the plain version.
+package's parent folder is this project's git checkout (its ``pyproject.toml`` names
+``dxp-plugins``), :func:`library_version` appends the commit its ``HEAD`` names as a PEP 440
+local label (``0.1.0+g1a2b3c4d5e6f``), read from ``.git`` without running git. Uncommitted
+changes are not visible that way. An installed copy (``pip install .``) has no ``.git``
+beside it, and a copy vendored into another project's repository has that project's
+``pyproject.toml`` (or none): both report the plain version. Records of different labels
+do not merge, as records of different versions do not.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from functools import cache
 from pathlib import Path
 
@@ -25,13 +29,22 @@ def library_version() -> str:
     """``__version__``, with ``+g<commit>`` from a git checkout (``+checkout`` when its
     ``HEAD`` cannot be read)."""
     dot_git = _CHECKOUT / ".git"
-    if not dot_git.exists():
+    if not dot_git.exists() or not _is_this_project(_CHECKOUT / "pyproject.toml"):
         return __version__
     try:
         commit = _head_commit(dot_git)
     except (OSError, UnicodeDecodeError, ValueError):
         commit = None
     return f"{__version__}+g{commit[:12]}" if commit else f"{__version__}+checkout"
+
+
+def _is_this_project(pyproject: Path) -> bool:
+    """Whether ``pyproject`` declares this project (not another that vendors the package)."""
+    try:
+        with pyproject.open("rb") as file:
+            return bool(tomllib.load(file).get("project", {}).get("name") == "dxp-plugins")
+    except (OSError, ValueError, AttributeError):  # tomllib's TOMLDecodeError is a ValueError
+        return False
 
 
 def _head_commit(dot_git: Path) -> str | None:

@@ -70,6 +70,13 @@ def test_library_version_carries_the_commit_of_the_checkout(checkout, monkeypatc
     monkeypatch.setattr(_revision, "_CHECKOUT", checkout)
     _revision.library_version.cache_clear()
     try:
+        # A copy vendored into another project's repository: not this project's commit.
+        assert _revision.library_version() == dxp.__version__  # no pyproject.toml
+        (checkout / "pyproject.toml").write_text('[project]\nname = "some-app"\n')
+        _revision.library_version.cache_clear()
+        assert _revision.library_version() == dxp.__version__
+        (checkout / "pyproject.toml").write_text('[project]\nname = "dxp-plugins"\n')
+        _revision.library_version.cache_clear()
         assert _revision.library_version() == f"{dxp.__version__}+g{commit[:12]}"
         (checkout / ".git/HEAD").write_text("ref: refs/heads/unborn\n")
         _revision.library_version.cache_clear()
