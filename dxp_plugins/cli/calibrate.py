@@ -15,7 +15,7 @@ from typing import Any
 from .._validation import check_epsilon, check_probability
 from ..errors import DxpWarning, PrivacyWarning
 from .process import CLIError
-from .records import BOM, _readable_input
+from .records import BOM, _check_input
 from .settings import _build_mechanism
 
 #: Vocabulary words sampled when neither --words nor --words-file is given.
@@ -88,18 +88,7 @@ def _check_word_source(args: argparse.Namespace) -> None:
                 f"--words-file calibrates on the words of FILE; {flag} belongs to a sample "
                 "of vocabulary words instead: give one or the other"
             )
-    path = Path(args.words_file)
-    if args.words_file != "-" and not _readable_input(path):
-        reason = (
-            "is a directory"
-            if path.is_dir()
-            else "not a file, FIFO or character device"
-            if path.exists()
-            else "no such file"
-        )
-        raise CLIError(f"cannot read {args.words_file}: {reason}")
-    if args.words_file == "-" and sys.stdin is None:
-        raise CLIError("stdin is closed")
+    _check_input(args.words_file)
 
 
 def _read_words_file(name: str) -> dict[str, str]:

@@ -8,13 +8,13 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
-from pathlib import Path
 from typing import IO, Any
 
 from ..errors import OOVError, TextTooLongError
 from .process import CLIError, _WarningPrinter
 from .records import (
     _census,
+    _check_input,
     _Copied,
     _is_regular_file,
     _jsonl_options,
@@ -22,7 +22,6 @@ from .records import (
     _label,
     _open_inputs,
     _place,
-    _readable_input,
     _records,
     _render,
     _warn_absent,
@@ -39,23 +38,12 @@ def _privatize(args: argparse.Namespace) -> int:
         args.batch_size = DEFAULT_BATCH_SIZE
     if args.batch_size < 1:
         raise CLIError("--batch-size must be >= 1")
-    if "-" in args.files and sys.stdin is None:
-        raise CLIError("stdin is closed")
     if args.output == "-" and sys.stdout is None:
         raise CLIError("stdout is closed: give -o FILE")
     if args.report == "-" and sys.stderr is None:
         raise CLIError("stderr is closed: give --report FILE")
     for name in args.files:  # before any output: files, FIFOs and <(...) only
-        path = Path(name)
-        if name != "-" and not _readable_input(path):
-            reason = (
-                "is a directory"
-                if path.is_dir()
-                else "not a file, FIFO or character device"
-                if path.exists()
-                else "no such file"
-            )
-            raise CLIError(f"cannot read {name}: {reason}")
+        _check_input(name)
     _check_targets(args)
     _jsonl_options(args)
     settings = _settings(args)

@@ -381,6 +381,25 @@ def _warn_absent(copied: _Copied) -> None:
         warnings.warn(f"--keep-fields: {fields} in no record", DxpWarning, stacklevel=1)
 
 
+def _check_input(name: str) -> None:
+    """Refuse an input ``name`` ('-': stdin) that cannot be read as one: a closed stdin, a
+    directory, a socket, a missing file (``dxp privatize`` FILES, ``calibrate --words-file``)."""
+    if name == "-":
+        if sys.stdin is None:
+            raise CLIError("stdin is closed")
+        return
+    path = Path(name)
+    if not _readable_input(path):
+        reason = (
+            "is a directory"
+            if path.is_dir()
+            else "not a file, FIFO or character device"
+            if path.exists()
+            else "no such file"
+        )
+        raise CLIError(f"cannot read {name}: {reason}")
+
+
 def _readable_input(path: Path) -> bool:
     try:
         mode = path.stat().st_mode
