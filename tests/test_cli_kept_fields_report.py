@@ -153,11 +153,11 @@ def test_a_failed_run_on_a_file_lists_only_the_fields_of_records_it_wrote(
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))
     write, calls = _Released.write, []
 
-    def interrupted(self, out, lines, guarantees):
+    def interrupted(self, out, lines, guarantees, *nulls):
         calls.append(len(lines))
         if len(calls) == 2:
             raise KeyboardInterrupt
-        write(self, out, lines, guarantees)
+        write(self, out, lines, guarantees, *nulls)
 
     monkeypatch.setattr(_Released, "write", interrupted)
     argv = ["privatize", source, "--keep-fields", "*", "-e", 300, "--report", report]

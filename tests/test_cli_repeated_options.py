@@ -76,6 +76,7 @@ PRIVATIZE_OPTIONS = [
     (["--token-filter"], "x.v1"),
     (["--format"], "jsonl"),
     (["--field"], "text"),
+    (["--null"], "keep"),
     (["--unit"], "line"),
     (["--batch-size"], "10"),
     (["--report"], "report.json"),
@@ -194,3 +195,33 @@ def test_a_key_value_option_adds_up_but_refuses_a_key_given_twice(option, capsys
     with pytest.raises(SystemExit):
         parser.parse_args(["privatize", "n.txt", "-e", "3", option, "n-bits=8", option, "n_bits=9"])
     assert "key 'n_bits' given twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "given",
+    [["id,id"], ["id", "id"], ["id,label", " id"], ["*", "*"]],
+    ids=["one-value", "two-values", "spaced", "star"],
+)
+def test_a_kept_field_named_twice_is_refused(given, capsys):
+    """``--keep-fields id,id`` listed ``id`` twice in the report (twenty-fifth session's
+    leftover): a name given twice, within one value or across repeats, is a usage error,
+    as a ``--param`` key given twice is; different names still add up."""
+    argv = ["privatize", "n.jsonl", "-e", "3"]
+    for value in given:
+        argv += ["--keep-fields", value]
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1, err
+    name = given[0].split(",")[0]
+    assert f"argument --keep-fields: field {name!r} given twice" in err, err
+
+
+def test_kept_fields_named_once_are_listed_once_in_the_report(tmp_path, capsys):
+    source, report = tmp_path / "in.jsonl", tmp_path / "r.json"
+    source.write_text(json.dumps(TICKET) + "\n")
+    argv = ["privatize", source, "--field", "body", "-e", 300, "--report", report, *FAST]
+    code = main([str(a) for a in [*argv, "--keep-fields", "id,subject", "--keep-fields", "zq7"]])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert json.loads(report.read_text())["unprotected_fields"] == ["id", "subject"]

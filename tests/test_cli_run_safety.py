@@ -42,7 +42,7 @@ GOOD = b'{"id": 1, "text": "the hockey team"}\n' * 5
     [
         ("in.txt", b"hockey caf\xe9\n", [], "in.txt, line 6 is not valid UTF-8 (byte offset 10)"),
         ("in.jsonl", b'{"text": "zq7secret"\n', [], "in.jsonl, line 6: not valid JSON"),
-        ("in.jsonl", b'{"text": null}\n', [], "line 6: field 'text' is missing or not a string"),
+        ("in.jsonl", b'{"text": null}\n', [], "line 6: field 'text' is null (--null keep writes"),
         ("in.jsonl", b'{"text": 12345}\n', [], "line 6: field 'text' is missing or not"),
         ("in.jsonl", b'{"body": "zq7secret"}\n', [], "line 6: field 'text' is missing"),
         (

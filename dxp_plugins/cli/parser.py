@@ -83,6 +83,33 @@ class _EachKeyOnce(argparse.Action):
         setattr(namespace, self.dest, [*pairs, values])
 
 
+class _EachNameOnce(argparse.Action):
+    """Collect ``--keep-fields`` names (comma-separated, the option repeatable), each name
+    once: ``--keep-fields id,id`` listed ``id`` twice in the report. A repeat is refused,
+    as a repeated ``--param`` key is, rather than dropped: the command line says one thing
+    once."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = list(getattr(namespace, self.dest, None) or [])
+        names = [name for value in given for name in _names(value)]
+        for name in _names(values):
+            if name in names:
+                raise argparse.ArgumentError(self, f"field {name!r} given twice: name it once")
+            names.append(name)
+        setattr(namespace, self.dest, [*given, values])
+
+
+def _names(value: str) -> list[str]:
+    """The names of one ``--keep-fields`` value, as settings._labels splits them."""
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
 def _key_value(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
@@ -203,8 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "text", "jsonl"],
         default="auto",
         help=(
-            "input format (auto: .jsonl/.ndjson files are JSONL, and stdin when --field or "
-            "--keep-fields is given; text that starts as JSON records is refused)"
+            "input format (auto: .jsonl/.ndjson files are JSONL, and stdin when --field, "
+            "--null or --keep-fields is given; text that starts as JSON records is refused)"
         ),
     )
     priv.add_argument(
@@ -217,13 +244,24 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     priv.add_argument(
+        "--null",
+        action=_Once,
+        choices=["error", "keep"],
+        help=(
+            "JSONL: a record whose --field is null (an export's empty value): error (default) "
+            "or keep: written with the field null, nothing privatized or spent, counted in "
+            "--report as records_with_null_field. A run in which no record holds text in "
+            "--field (a wrong --field?) is then refused, as it is with --keep-fields"
+        ),
+    )
+    priv.add_argument(
         "--keep-fields",
-        action="append",
+        action=_EachNameOnce,
         metavar="NAMES",
         help=(
             "JSONL: also write these fields of each record ('*' = all) UNCHANGED: not "
             "privatized, not counted; warns and is listed in --report. Copied value for "
-            "value (numbers as Python ints and floats, escapes as UTF-8)"
+            "value (numbers as Python ints and floats, escapes as UTF-8); each name once"
         ),
     )
     priv.add_argument(

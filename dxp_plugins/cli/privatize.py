@@ -16,19 +16,27 @@ from .records import (
     _census,
     _check_input,
     _Copied,
+    _is_null,
     _is_regular_file,
     _jsonl_options,
     _kept_fields,
     _label,
+    _no_text,
     _open_inputs,
     _place,
     _records,
     _render,
+    _Texts,
     _warn_absent,
 )
 from .report import _Released, _report_partial, _write_report
 from .settings import _build_mechanism, _settings
 from .targets import _check_targets, _replacing
+
+#: The most output a run holds back, under ``--null keep`` or ``--keep-fields``, while the
+#: records of an input read as it goes (stdin, a FIFO) have held no text in ``--field``:
+#: a run in which none does is refused, with nothing written (see records._Texts).
+HELD_BYTES = 64 * 2**20
 
 
 def _privatize(args: argparse.Namespace) -> int:
@@ -69,10 +77,17 @@ def _privatize(args: argparse.Namespace) -> int:
                 _check_batch(label, batch, args, mechanism, select, nlp)
                 checking.update(len(batch))
 
-            total, found = _census(args, kept, check)
+            total, found, texts = _census(args, kept, check)
     else:
-        total, found = _census(args, kept)
+        total, found, texts = _census(args, kept)
         mechanism, select, nlp = _machinery(args, settings)
+    # A run in which no record held text in --field (a wrong --field?) is refused where it
+    # would release records with nothing privatized: with --null keep or --keep-fields.
+    needs_text = args.null == "keep" or bool(kept)
+    if needs_text and total is not None and texts.none:
+        raise _no_text(args.field)
+    # Inputs read as they go: their output is held back until some record holds text.
+    hold = needs_text and not texts.texts
     if total is not None:  # every input was read through: a kept field in none is named now
         _warn_absent(found)
     # The --keep-fields copied as the run goes: what a report lists (a failing run's only
@@ -97,7 +112,9 @@ def _privatize(args: argparse.Namespace) -> int:
                 out, replaced = stack.enter_context(_replacing(args.output))
                 run.streamed = not replaced
             with _progress_bar(args, total) as progress:
-                _privatize_inputs(args, out, run, progress, kept, seen, mechanism, select, nlp)
+                _privatize_inputs(
+                    args, out, run, progress, kept, seen, mechanism, select, nlp, hold=hold
+                )
             run.finished = True
             if total is None:  # not read through: a kept field in none is named now
                 _warn_absent(seen)
@@ -126,15 +143,21 @@ def _privatize_inputs(
     mechanism: Any,
     select: Any,
     nlp: Any,
+    *,
+    hold: bool = False,
 ) -> None:
     """Privatize every input to ``out``, one batch at a time; ``run`` counts what is
     written, document by document (a failure midway has released exactly those), and
-    ``seen`` the --keep-fields copied."""
+    ``seen`` the --keep-fields copied. With ``hold``, nothing is written until a JSONL
+    record holds text in --field (at most :data:`HELD_BYTES` held back), and a run in which
+    none does is refused with nothing written."""
     from ..text import privatize_texts
 
     # A document without a line ending (the last line of a file, a whole file) is
     # followed by one before the next document, so two never run together.
     separate = False
+    found, held_bytes = _Texts(), 0
+    held: tuple[list[bytes], list[Any], list[bool]] = ([], [], [])
     with closing(_open_inputs(args.files)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
@@ -148,16 +171,38 @@ def _privatize_inputs(
                             texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
                         )
                     )
-                lines = []
-                for (number, context, _), result in zip(batch, results, strict=True):
+                lines, nulls = held[0], held[2]
+                for (number, context, text), result in zip(batch, results, strict=True):
                     args.place = _place(label, number)
                     line = _render(context, result.text, args.field, kept, args.place)
                     lines.append(b"\n" + line if separate else line)
                     separate = not line.endswith((b"\n", b"\r"))
                     seen.see(context)
+                    nulls.append(_is_null(context, args.field))
+                    found.see(context, text)
+                held[1].extend(result.guarantee for result in results)
                 args.place = _place(label, batch[0][0], batch[-1][0])
-                run.write(out, lines, [result.guarantee for result in results])
                 progress.update(len(batch))
+                if hold and not found.texts:
+                    held_bytes += sum(map(len, lines[-len(batch) :]))
+                    if held_bytes > HELD_BYTES:
+                        raise _held_too_long(found.records, args.field)
+                    continue  # no text yet: nothing goes out
+                run.write(out, lines, held[1], nulls)
+                held = ([], [], [])
+    if hold and found.none:
+        raise _no_text(args.field)
+    if held[0]:  # held, and no JSONL record at all (blank lines, plain text)
+        run.write(out, *held)
+
+
+def _held_too_long(records: int, field: str) -> CLIError:
+    return CLIError(
+        f"the first {records:,} records held no text in field {field!r} (each one null or "
+        "empty): is --field right? With --null keep or --keep-fields, records read as they "
+        f"come (stdin, a FIFO) are held back until one holds text, at most "
+        f"{HELD_BYTES // 2**20} MiB; give a regular file to have it read through first"
+    )
 
 
 def _machinery(args: argparse.Namespace, settings: Any) -> tuple[Any, Any, Any]:

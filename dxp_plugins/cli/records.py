@@ -46,9 +46,12 @@ def _is_jsonl(name: str, args: argparse.Namespace) -> bool:
 
 
 def _jsonl_options(args: argparse.Namespace) -> None:
-    """An explicit ``--field`` or ``--keep-fields`` makes stdin JSONL, and needs JSONL input
-    (they were silently ignored on text); then ``--field`` gets its default."""
-    given = [option for option in ("field", "keep_fields") if getattr(args, option) is not None]
+    """An explicit ``--field``, ``--null`` or ``--keep-fields`` makes stdin JSONL, and needs
+    JSONL input (they were silently ignored on text); then ``--field`` and ``--null`` get
+    their defaults."""
+    given = [
+        option for option in ("field", "null", "keep_fields") if getattr(args, option) is not None
+    ]
     args.stdin_jsonl = bool(given)
     if given and not any(_is_jsonl(name, args) for name in args.files):
         option = "--" + given[0].replace("_", "-")
@@ -59,6 +62,8 @@ def _jsonl_options(args: argparse.Namespace) -> None:
         raise CLIError("--unit file applies to plain text only (JSONL: one record per line)")
     if args.field is None:
         args.field = DEFAULT_FIELD
+    if args.null is None:
+        args.null = "error"
 
 
 def _split_line(raw: bytes) -> tuple[bytes, bytes]:
@@ -107,6 +112,14 @@ def _records(
                 yield number, ("blank", ending), ""
                 continue
             record = _parse_record(body, where)
+            if isinstance(record, dict) and args.field in record and record[args.field] is None:
+                if args.null != "keep":
+                    raise CLIError(
+                        f"{where}: field {args.field!r} is null (--null keep writes such "
+                        "records with the field null, privatizing nothing)"
+                    )
+                yield number, ("json", record, ending), ""  # no text: nothing spent
+                continue
             if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
                 raise CLIError(f"{where}: field {args.field!r} is missing or not a string")
             yield number, ("json", record, ending), check_text(record[args.field], where)
@@ -227,7 +240,7 @@ def _render(context: Any, private: str, field: str, kept: Sequence[str], where: 
         _, record, ending = context
         keep_all = ALL_FIELDS in kept
         out = {
-            key: private if key == field else value
+            key: (None if value is None else private) if key == field else value
             for key, value in record.items()
             if key == field or keep_all or key in kept
         }
@@ -277,24 +290,61 @@ def _kept_fields(args: argparse.Namespace) -> list[str]:
     return kept
 
 
+def _is_null(context: Any, field: str) -> bool:
+    """Whether a document is a JSONL record whose ``field`` is null (``--null keep``)."""
+    return context[0] == "json" and context[1][field] is None
+
+
+class _Texts:
+    """Whether some JSONL record held text in ``--field``. Under ``--null keep`` or
+    ``--keep-fields``, a run whose records held none is refused (review 25, F10's revert):
+    a wrong ``--field``, null or empty in every record, would otherwise release the records
+    (under ``'*'`` the real text field copied raw) with nothing privatized and exit 0."""
+
+    def __init__(self) -> None:
+        self.records = 0  # JSONL records read (blank lines and plain text are none)
+        self.texts = 0  # those whose --field held a non-empty string
+
+    def see(self, context: Any, text: str) -> None:
+        if context[0] == "json":
+            self.records += 1
+            self.texts += bool(text)
+
+    @property
+    def none(self) -> bool:
+        """Records were read and none held text."""
+        return self.records > 0 and self.texts == 0
+
+
+def _no_text(field: str) -> CLIError:
+    """The refusal of a run in which no JSONL record held text in ``field``."""
+    return CLIError(
+        f"no record held text in field {field!r} (each one null or empty): is --field "
+        "right? With --null keep or --keep-fields such a run is refused, as it would "
+        "release the records with nothing privatized"
+    )
+
+
 def _census(
     args: argparse.Namespace,
     kept: Sequence[str],
     check: Callable[[str, list[tuple[int | None, Any, str]]], None] | None = None,
-) -> tuple[int | None, _Copied]:
+) -> tuple[int | None, _Copied, _Texts]:
     """Read every regular input file through once, with the run's own reader, before any
     noise is drawn: a bad record anywhere fails in seconds, with its usual error, before
     anything is spent or written; ``check(label, batch)`` then looks at each batch of
     records as the run will privatize it. Returns the number of documents (None when an
-    input is stdin, a FIFO or a device, read only as the run goes) and the --keep-fields
-    found."""
+    input is stdin, a FIFO or a device, read only as the run goes), the --keep-fields
+    found, and whether some JSONL record of those files held text in ``--field``."""
     regular = [name for name in args.files if _is_regular_file(name)]
-    documents, seen = 0, _Copied(kept, args.field)
+    documents, seen, texts = 0, _Copied(kept, args.field), _Texts()
     with closing(_open_inputs(regular)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
             while batch := list(itertools.islice(records, args.batch_size)):
                 documents += len(batch)
+                for _, context, text in batch:
+                    texts.see(context, text)
                 for number, context, _ in batch if kept else ():
                     # a kept value strict JSON cannot hold fails here too
                     _render(context, "", args.field, kept, _place(label, number))
@@ -302,7 +352,7 @@ def _census(
                 if check is not None:
                     check(label, batch)
     args.place = None
-    return (documents if len(regular) == len(args.files) else None), seen
+    return (documents if len(regular) == len(args.files) else None), seen, texts
 
 
 def _is_regular_file(name: str) -> bool:

@@ -16,7 +16,7 @@ from .process import CLIError, _say
 from .targets import _replacing
 
 #: The fields :meth:`_Released.write` counts a batch into.
-_TALLY = ("documents", "cut", "uncertain", "total")
+_TALLY = ("documents", "cut", "uncertain", "total", "nulls")
 
 
 @dataclass
@@ -30,6 +30,7 @@ class _Released:
     cut: bool = False  # the last of them only in part (a write failed within it)
     uncertain: int = 0  # documents a write interrupted by a signal may have written
     total: Any = None  # the merged Guarantee of the documents listed (with their largest)
+    nulls: int = 0  # of the documents listed, JSONL records whose --field was null
     finished: bool = False  # every document was written
     report: str | None = None  # where the partial report went
     report_failed: bool = False
@@ -46,11 +47,19 @@ class _Released:
         """The documents the reader may have received (a partial report lists them)."""
         return self.documents + self.uncertain
 
-    def write(self, out: IO[bytes], lines: list[bytes], guarantees: list[Any]) -> None:
+    def write(
+        self,
+        out: IO[bytes],
+        lines: list[bytes],
+        guarantees: list[Any],
+        nulls: list[bool] | None = None,
+    ) -> None:
         """Write a batch's documents to ``out``, unbuffered, and count each whose bytes
         reached it: a write failing midway leaves exactly those counted. What a write
         interrupted by a signal took is unknown: the rest of the batch is listed as maybe
-        written (so it is on an in-memory stream, which has no raw file to count on)."""
+        written (so it is on an in-memory stream, which has no raw file to count on).
+        ``nulls`` marks the documents whose --field was null (``--null keep``)."""
+        nulls = nulls or [False] * len(lines)
         raw = out if isinstance(out, io.RawIOBase) else getattr(out, "raw", None)  # python -u
         view, done = memoryview(b"".join(lines)), 0
         before = {name: getattr(self, name) for name in _TALLY}
@@ -66,7 +75,7 @@ class _Released:
                     if written is None:  # a non-blocking output that is full
                         raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
                     done += written
-            self._count(lines, guarantees, done)
+            self._count(lines, guarantees, nulls, done)
             self.digest.update(view)
         except BaseException as error:
             # Counted again from the tally before the batch: a signal that landed while
@@ -74,16 +83,22 @@ class _Released:
             for name, value in before.items():
                 setattr(self, name, value)
             exact = raw is not None and isinstance(error, OSError)
-            self._count(lines, guarantees, done, maybe=not exact)
+            self._count(lines, guarantees, nulls, done, maybe=not exact)
             raise
 
     def _count(
-        self, lines: list[bytes], guarantees: list[Any], done: int, *, maybe: bool = False
+        self,
+        lines: list[bytes],
+        guarantees: list[Any],
+        nulls: list[bool],
+        done: int,
+        *,
+        maybe: bool = False,
     ) -> None:
         """Count the documents within the first ``done`` bytes of ``lines`` (the rest as
         maybe written when ``maybe``)."""
         start = 0
-        for line, guarantee in zip(lines, guarantees, strict=True):
+        for line, guarantee, null in zip(lines, guarantees, nulls, strict=True):
             end = start + len(line)
             if start < done or end <= done:  # some of its bytes reached it (or it has none)
                 self.documents += 1
@@ -92,6 +107,7 @@ class _Released:
                 self.uncertain += 1
             else:
                 break
+            self.nulls += null
             start = end
             self.total = guarantee if self.total is None else self.total.merge(guarantee)
 
@@ -187,6 +203,9 @@ def _write_report(
         # count of 99,900 is then a floor, and the statement says "at least").
         "unprotected_fields": kept.names,
         "unprotected_fields_unlisted": kept.unlisted,
+        # JSONL records whose --field was null, written with the field null (--null keep):
+        # nothing privatized or spent for them; counted among "documents".
+        "records_with_null_field": run.nulls,
     }
     text = json.dumps(report, indent=2) + "\n"
     if stream is None:
