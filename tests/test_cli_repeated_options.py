@@ -215,13 +215,3 @@ def test_a_kept_field_named_twice_is_refused(given, capsys):
     assert stopped.value.code == 2 and err.count("\n") == 1, err
     name = given[0].split(",")[0]
     assert f"argument --keep-fields: field {name!r} given twice" in err, err
-
-
-def test_kept_fields_named_once_are_listed_once_in_the_report(tmp_path, capsys):
-    source, report = tmp_path / "in.jsonl", tmp_path / "r.json"
-    source.write_text(json.dumps(TICKET) + "\n")
-    argv = ["privatize", source, "--field", "body", "-e", 300, "--report", report, *FAST]
-    code = main([str(a) for a in [*argv, "--keep-fields", "id,subject", "--keep-fields", "zq7"]])
-    err = capsys.readouterr().err
-    assert code == 0, err
-    assert json.loads(report.read_text())["unprotected_fields"] == ["id", "subject"]

@@ -197,11 +197,12 @@ def _privatize_inputs(
 
 
 def _held_too_long(records: int, field: str) -> CLIError:
+    held = f"{HELD_BYTES // 2**20} MiB" if HELD_BYTES >= 2**20 else f"{HELD_BYTES:,} bytes"
     return CLIError(
         f"the first {records:,} records held no text in field {field!r} (each one null or "
         "empty): is --field right? With --null keep or --keep-fields, records read as they "
-        f"come (stdin, a FIFO) are held back until one holds text, at most "
-        f"{HELD_BYTES // 2**20} MiB; give a regular file to have it read through first"
+        f"come (stdin, a FIFO) are held back until one holds text, at most {held}; give a "
+        "regular file to have it read through first"
     )
 
 
