@@ -109,7 +109,8 @@ def test_keep_fields_is_a_warned_reported_opt_in(tmp_path, capsys, keep, written
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--keep-fields", "id,text"], "'text' is the privatized field"),
+        (["--keep-fields", "id,text"], "'text' is a privatized field"),
+        (["--field", "id", "--field", "text", "--keep-fields", "id"], "'id' is a privatized"),
         (["--keep-fields", "id", "--format", "text"], "JSONL input only"),
     ],
 )

@@ -6,6 +6,8 @@ single-valued option of ``dxp privatize`` and ``dxp calibrate`` now refuses a se
 occurrence at parse time, before anything is read or drawn; list-valued options (``--pos``,
 ``--entities``, ``--keep-fields``, ``--param``, ``--embeddings-param``) add up as before,
 and the on/off switches (``--progress``, ``--figures``) keep argparse's last-wins.
+``--field`` is list-valued now (each field privatized, the record's spend their sum: see
+test_cli_fields.py), each name once.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def refused(argv, capsys):
     return stopped.value.code, captured.err
 
 
-def test_a_second_field_is_refused_before_anything_is_read(tmp_path, capsys, monkeypatch):
+def test_the_same_field_twice_is_refused_before_anything_is_read(tmp_path, capsys, monkeypatch):
     source = tmp_path / "tickets.jsonl"
     source.write_text(json.dumps(TICKET) + "\n")
     out = tmp_path / "private.jsonl"
@@ -40,12 +42,10 @@ def test_a_second_field_is_refused_before_anything_is_read(tmp_path, capsys, mon
         raise AssertionError("an input was read")
 
     monkeypatch.setattr("dxp_plugins.cli.privatize._census", no_read)
-    argv = ["privatize", source, "--field", "body", "--field", "subject", "--keep-fields", "*"]
+    argv = ["privatize", source, "--field", "body", "--field", "body", "--keep-fields", "*"]
     code, err = refused([*argv, "-e", 3, "-o", out, "--report", report, *FAST], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert err.startswith("dxp privatize: error: argument --field: given twice")
-    assert "one JSONL field per run" in err
-    assert "run dxp once per field" in err and "join them into one field" in err
+    assert err.startswith("dxp privatize: error: argument --field: field 'body' given twice")
     assert "zq7" not in err
     assert not out.exists() and not report.exists()
 
@@ -75,7 +75,6 @@ PRIVATIZE_OPTIONS = [
     (["--spacy-model"], "en_core_web_sm"),
     (["--token-filter"], "x.v1"),
     (["--format"], "jsonl"),
-    (["--field"], "text"),
     (["--null"], "keep"),
     (["--unit"], "line"),
     (["--batch-size"], "10"),

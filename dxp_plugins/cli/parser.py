@@ -22,14 +22,6 @@ class _Parser(argparse.ArgumentParser):
 #: The namespace attribute where :class:`_Once` notes the options already given.
 _GIVEN = "_options_given"
 
-#: Why a second ``--field`` is refused, and what to do instead (review 25, F1: the first
-#: ``--field`` was dropped, and under ``--keep-fields '*'`` its field was copied raw).
-ONE_FIELD = (
-    "dxp privatizes one JSONL field per run (the output holds only it, and --keep-fields "
-    "'*' would copy the other field raw). For two fields, run dxp once per field (with "
-    "--keep-fields id to join the outputs), or join them into one field first"
-)
-
 
 class _Once(argparse.Action):
     """Store an option that takes one value and may be given once.
@@ -87,7 +79,12 @@ class _EachNameOnce(argparse.Action):
     """Collect ``--keep-fields`` names (comma-separated, the option repeatable), each name
     once: ``--keep-fields id,id`` listed ``id`` twice in the report. A repeat is refused,
     as a repeated ``--param`` key is, rather than dropped: the command line says one thing
-    once."""
+    once. ``--field`` (``split=False``: one name per occurrence, a JSON key may hold a
+    comma) likewise: each ``--field`` is privatized, and a record's spend is their sum."""
+
+    def __init__(self, *args: Any, split: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.split = split
 
     def __call__(
         self,
@@ -97,17 +94,18 @@ class _EachNameOnce(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         given = list(getattr(namespace, self.dest, None) or [])
-        names = [name for value in given for name in _names(value)]
-        for name in _names(values):
+        names = [name for value in given for name in self._names(value)]
+        for name in self._names(values):
             if name in names:
                 raise argparse.ArgumentError(self, f"field {name!r} given twice: name it once")
             names.append(name)
         setattr(namespace, self.dest, [*given, values])
 
-
-def _names(value: str) -> list[str]:
-    """The names of one ``--keep-fields`` value, as settings._labels splits them."""
-    return [name.strip() for name in value.split(",") if name.strip()]
+    def _names(self, value: str) -> list[str]:
+        """The names of one value (``--keep-fields``: as settings._labels splits them)."""
+        if not self.split:
+            return [value]
+        return [name.strip() for name in value.split(",") if name.strip()]
 
 
 def _key_value(text: str) -> tuple[str, Any]:
@@ -236,11 +234,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     priv.add_argument(
         "--field",
-        action=_Once,
-        hint=ONE_FIELD,
+        action=_EachNameOnce,
+        split=False,
         help=(
-            f"JSONL field to privatize (default: {DEFAULT_FIELD}); one per run (given twice: an "
-            "error), and the output holds only it"
+            f"JSONL field to privatize (default: {DEFAULT_FIELD}); the output holds only the "
+            "--fields (and --keep-fields). Repeatable: each field is privatized, and a "
+            "record's spend is the sum of its fields' (one document); each name once"
         ),
     )
     priv.add_argument(
@@ -251,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
             "JSONL: a record whose --field is null (an export's empty value): error (default) "
             "or keep: written with the field null, nothing privatized or spent, counted in "
             "--report as records_with_null_field. A run in which no record holds text in "
-            "--field (a wrong --field?) is then refused, as it is with --keep-fields"
+            "a --field (a wrong --field?) is then refused, as it is with --keep-fields"
         ),
     )
     priv.add_argument(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import sys
 import warnings
@@ -32,6 +33,9 @@ from .records import (
 from .report import _Released, _report_partial, _write_report
 from .settings import _build_mechanism, _settings
 from .targets import _check_targets, _replacing
+
+#: A batch of documents as read: (line number, context, the document's texts).
+Batch = list[tuple[int | None, Any, tuple[str, ...]]]
 
 #: The most output a run holds back, under ``--null keep`` or ``--keep-fields``, while the
 #: records of an input read as it goes (stdin, a FIFO) have held no text in ``--field``:
@@ -73,7 +77,7 @@ def _privatize(args: argparse.Namespace) -> int:
         mechanism, select, nlp = _machinery(args, settings)
         with _progress_bar(args, None, "checking") as checking:
 
-            def check(label: str, batch: list[tuple[int | None, Any, str]]) -> None:
+            def check(label: str, batch: Batch) -> None:
                 _check_batch(label, batch, args, mechanism, select, nlp)
                 checking.update(len(batch))
 
@@ -81,18 +85,20 @@ def _privatize(args: argparse.Namespace) -> int:
     else:
         total, found, texts = _census(args, kept)
         mechanism, select, nlp = _machinery(args, settings)
-    # A run in which no record held text in --field (a wrong --field?) is refused where it
-    # would release records with nothing privatized: with --null keep or --keep-fields.
+    # A run in which no record held text in a --field (a wrong --field?) is refused where
+    # it would release records with nothing of it privatized: with --null keep or
+    # --keep-fields.
     needs_text = args.null == "keep" or bool(kept)
-    if needs_text and total is not None and texts.none:
-        raise _no_text(args.field)
-    # Inputs read as they go: their output is held back until some record holds text.
-    hold = needs_text and not texts.texts
+    lacking = texts.lacking()
+    if needs_text and total is not None and lacking is not None:
+        raise _no_text(lacking)
+    # Inputs read as they go: their output is held back until each --field held text.
+    hold = needs_text and not texts.every_field
     if total is not None:  # every input was read through: a kept field in none is named now
         _warn_absent(found)
     # The --keep-fields copied as the run goes: what a report lists (a failing run's only
     # those of the documents it wrote, not the census's, which read every record).
-    seen = _Copied(kept, args.field)
+    seen = _Copied(kept, args.fields)
     run = args.released = _Released(
         "stdout" if args.output == "-" else args.output,
         # As given; the table's real size and fingerprint are in the guarantee.
@@ -156,7 +162,7 @@ def _privatize_inputs(
     # A document without a line ending (the last line of a file, a whole file) is
     # followed by one before the next document, so two never run together.
     separate = False
-    found, held_bytes = _Texts(), 0
+    found, held_bytes = _Texts(args.fields), 0
     held: tuple[list[bytes], list[Any], list[bool]] = ([], [], [])
     with closing(_open_inputs(args.files)) as inputs:
         for name, stream in inputs:
@@ -164,36 +170,66 @@ def _privatize_inputs(
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
             while batch := list(itertools.islice(records, args.batch_size)):
                 args.place = _place(label, batch[0][0], batch[-1][0])
-                texts = [text for _, _, text in batch]
-                with _located(label, batch, args, select, nlp):
-                    results = list(
+                texts, owners = _flattened(batch)
+                with _located(label, batch, owners, args, select, nlp):
+                    flat = list(
                         privatize_texts(
                             texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
                         )
                     )
                 lines, nulls = held[0], held[2]
-                for (number, context, text), result in zip(batch, results, strict=True):
+                start = 0
+                for number, context, record_texts in batch:
+                    results = flat[start : start + len(record_texts)]
+                    start += len(results)
                     args.place = _place(label, number)
-                    line = _render(context, result.text, args.field, kept, args.place)
+                    privates = [result.text for result in results]
+                    line = _render(context, privates, args.fields, kept, args.place)
                     lines.append(b"\n" + line if separate else line)
                     separate = not line.endswith((b"\n", b"\r"))
                     seen.see(context)
-                    nulls.append(_is_null(context, args.field))
-                    found.see(context, text)
-                held[1].extend(result.guarantee for result in results)
+                    nulls.append(_is_null(context, args.fields))
+                    found.see(context, record_texts)
+                    held[1].append(_one_document([result.guarantee for result in results]))
                 args.place = _place(label, batch[0][0], batch[-1][0])
                 progress.update(len(batch))
-                if hold and not found.texts:
+                if hold and not found.every_field:
                     held_bytes += sum(map(len, lines[-len(batch) :]))
                     if held_bytes > HELD_BYTES:
-                        raise _held_too_long(found.records, args.field)
-                    continue  # no text yet: nothing goes out
+                        raise _held_too_long(found.records, found.lacking() or args.fields[0])
+                    continue  # a --field with no text yet: nothing goes out
                 run.write(out, lines, held[1], nulls)
                 held = ([], [], [])
-    if hold and found.none:
-        raise _no_text(args.field)
+    lacking = found.lacking()
+    if hold and lacking is not None:
+        raise _no_text(lacking)
     if held[0]:  # held, and no JSONL record at all (blank lines, plain text)
         run.write(out, *held)
+
+
+def _flattened(batch: Batch) -> tuple[list[str], list[tuple[int, int]]]:
+    """The texts of ``batch`` in order (a record's --fields one after the other), and for
+    each, its document's index in the batch and its own among the document's texts."""
+    texts, owners = [], []
+    for index, (_, _, record_texts) in enumerate(batch):
+        for position, text in enumerate(record_texts):
+            texts.append(text)
+            owners.append((index, position))
+    return texts, owners
+
+
+def _one_document(guarantees: list[Any]) -> Any:
+    """The guarantee of one document from those of its texts: a JSONL record's --fields
+    are one document (counted once in ``releases``) whose tokens, and so spend, add up: a
+    record with two fields is released twice, and the sum bounds what it spent (the
+    largest field alone would understate it). As a long text's pieces (text._release_long)."""
+    if len(guarantees) == 1:
+        return guarantees[0]
+    total = guarantees[0]
+    for guarantee in guarantees[1:]:
+        total = total.merge(guarantee)
+    releases = max(guarantee.releases for guarantee in guarantees)
+    return dataclasses.replace(total, releases=releases, max_document_tokens=None)
 
 
 def _held_too_long(records: int, field: str) -> CLIError:
@@ -221,7 +257,7 @@ def _machinery(args: argparse.Namespace, settings: Any) -> tuple[Any, Any, Any]:
 
 def _check_batch(
     label: str,
-    batch: list[tuple[int | None, Any, str]],
+    batch: Batch,
     args: argparse.Namespace,
     mechanism: Any,
     select: Any,
@@ -231,24 +267,26 @@ def _check_batch(
     privatizing would refuse (text.check_texts: nothing is charged or drawn)."""
     from ..text import check_texts
 
-    with _located(label, batch, args, select, nlp):
-        texts = [text for _, _, text in batch]
+    texts, owners = _flattened(batch)
+    with _located(label, batch, owners, args, select, nlp):
         check_texts(texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp)
 
 
 @contextmanager
 def _located(
     label: str,
-    batch: list[tuple[int | None, Any, str]],
+    batch: Batch,
+    owners: list[tuple[int, int]],
     args: argparse.Namespace,
     select: Any,
     nlp: Any,
 ) -> Iterator[None]:
-    """A refusal of one text of ``batch`` as a one-line error naming its input line."""
+    """A refusal of one text of ``batch`` as a one-line error naming its input line (and
+    its field); ``owners`` maps the texts given to the mechanism to their documents."""
     try:
         yield
-    except TextTooLongError as error:  # its index is relative to this batch
-        where = _place(label, batch[error.document][0])
+    except TextTooLongError as error:  # its index is relative to this batch's texts
+        where = _place(label, batch[owners[error.document][0]][0])
         raise CLIError(
             f"{where}: {error.length:,} characters, more than the max_length of "
             f"--spacy-model ({error.limit:,}) that --pos, --entities and "
@@ -257,17 +295,19 @@ def _located(
     except OOVError as error:  # its document index is relative to this batch
         if error.document is None:
             raise
-        number, context, text = batch[error.document]
-        raise _oov_error(label, number, context, text, error.token, args, select, nlp) from None
+        index, position = owners[error.document]
+        number, context, texts = batch[index]
+        field = args.fields[position] if context[0] == "json" else None
+        text = texts[position]
+        raise _oov_error(label, number, field, text, error.token, select, nlp) from None
 
 
 def _oov_error(
     label: str,
     number: int | None,
-    context: Any,
+    field: str | None,
     text: str,
     token: int | None,
-    args: argparse.Namespace,
     select: Any,
     nlp: Any,
 ) -> CLIError:
@@ -280,7 +320,7 @@ def _oov_error(
     if number is None:  # --unit file: the line and character within the file
         number = text.count("\n", 0, offset) + 1
         offset -= text.rfind("\n", 0, offset) + 1
-    within = f"of field {args.field!r}" if context[0] == "json" else "of the line"
+    within = "of the line" if field is None else f"of field {field!r}"
     return CLIError(
         f"{_place(label, number)}: out-of-vocabulary token at character {offset + 1} "
         f"{within} (counted from 1) under --oov raise"

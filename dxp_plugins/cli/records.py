@@ -47,8 +47,8 @@ def _is_jsonl(name: str, args: argparse.Namespace) -> bool:
 
 def _jsonl_options(args: argparse.Namespace) -> None:
     """An explicit ``--field``, ``--null`` or ``--keep-fields`` makes stdin JSONL, and needs
-    JSONL input (they were silently ignored on text); then ``--field`` and ``--null`` get
-    their defaults."""
+    JSONL input (they were silently ignored on text); then ``args.fields`` lists the
+    ``--field``s (default: one, :data:`DEFAULT_FIELD`) and ``--null`` gets its default."""
     given = [
         option for option in ("field", "null", "keep_fields") if getattr(args, option) is not None
     ]
@@ -60,8 +60,7 @@ def _jsonl_options(args: argparse.Namespace) -> None:
         )
     if args.unit == "file" and any(_is_jsonl(name, args) for name in args.files):
         raise CLIError("--unit file applies to plain text only (JSONL: one record per line)")
-    if args.field is None:
-        args.field = DEFAULT_FIELD
+    args.fields = list(args.field or [DEFAULT_FIELD])
     if args.null is None:
         args.null = "error"
 
@@ -98,31 +97,20 @@ def _place(label: str, first: int | None, last: int | None = None) -> str:
 
 def _records(
     name: str, stream: IO[bytes], args: argparse.Namespace
-) -> Iterator[tuple[int | None, Any, str]]:
-    """(line number, context, text) per document; the context rebuilds the output around the
-    text. ``args.place`` follows the line being read, for unexpected errors."""
-    from .._validation import check_text
-
+) -> Iterator[tuple[int | None, Any, tuple[str, ...]]]:
+    """(line number, context, texts) per document: its one text, or a JSONL record's
+    ``--field``s in order (``""`` for a null one); the context rebuilds the output around
+    the texts. ``args.place`` follows the line being read, for unexpected errors."""
     label = _label(name)
     if _is_jsonl(name, args):
         for number, raw in _lines(stream):
             args.place = where = _place(label, number)
             body, ending = _split_line(raw)
             if not body.strip():
-                yield number, ("blank", ending), ""
+                yield number, ("blank", ending), ("",) * len(args.fields)
                 continue
             record = _parse_record(body, where)
-            if isinstance(record, dict) and args.field in record and record[args.field] is None:
-                if args.null != "keep":
-                    raise CLIError(
-                        f"{where}: field {args.field!r} is null (--null keep writes such "
-                        "records with the field null, privatizing nothing)"
-                    )
-                yield number, ("json", record, ending), ""  # no text: nothing spent
-                continue
-            if not isinstance(record, dict) or not isinstance(record.get(args.field), str):
-                raise CLIError(f"{where}: field {args.field!r} is missing or not a string")
-            yield number, ("json", record, ending), check_text(record[args.field], where)
+            yield number, ("json", record, ending), _field_texts(record, args, where)
     elif args.unit == "file":
         args.place = label
         data = stream.read().removeprefix(BOM)
@@ -131,7 +119,7 @@ def _records(
             kind = _json_kind(data) or (None if first is None else _json_opening(first, second))
             if kind is not None:
                 _refuse_json(label, kind)
-        yield None, ("raw", b""), _decode(data, label)
+        yield None, ("raw", b""), (_decode(data, label),)
     else:
         checking = args.format == "auto"  # until the opening lines with text are checked
         opened: tuple[str, bytes] | None = None  # a first line "{" or "[": where, the line
@@ -147,7 +135,29 @@ def _records(
                     kind = _json_opening(first, second)
                     if kind is not None:
                         _refuse_json(where if opened is None else opened[0], kind)
-            yield number, ("raw", ending), _decode(body, where)
+            yield number, ("raw", ending), (_decode(body, where),)
+
+
+def _field_texts(record: Any, args: argparse.Namespace, where: str) -> tuple[str, ...]:
+    """The texts of a JSONL record's ``--field``s, in order: a null one is an error, or
+    under ``--null keep`` no text (``""``: nothing privatized or spent)."""
+    from .._validation import check_text
+
+    texts = []
+    for field in args.fields:
+        value = record.get(field) if isinstance(record, dict) else None
+        if isinstance(value, str):
+            texts.append(check_text(value, where))
+        elif value is None and isinstance(record, dict) and field in record:
+            if args.null != "keep":
+                raise CLIError(
+                    f"{where}: field {field!r} is null (--null keep writes such records "
+                    "with the field null, privatizing nothing)"
+                )
+            texts.append("")
+        else:
+            raise CLIError(f"{where}: field {field!r} is missing or not a string")
+    return tuple(texts)
 
 
 #: A first line that opens pretty-printed JSON records.
@@ -233,23 +243,27 @@ def _json_kind(body: bytes) -> str | None:
     return None
 
 
-def _render(context: Any, private: str, field: str, kept: Sequence[str], where: str) -> bytes:
-    """The output line: plain text, or a JSON object of the private field and the kept ones
-    (strict JSON: a kept value JSON cannot hold is an error naming its field)."""
+def _render(
+    context: Any, privates: Sequence[str], fields: Sequence[str], kept: Sequence[str], where: str
+) -> bytes:
+    """The output line: plain text (``privates[0]``), or a JSON object of the private
+    fields (a null one stays null) and the kept ones (strict JSON: a kept value JSON cannot
+    hold is an error naming its field)."""
     if context[0] == "json":
         _, record, ending = context
         keep_all = ALL_FIELDS in kept
+        private = dict(zip(fields, privates, strict=True))
         out = {
-            key: (None if value is None else private) if key == field else value
+            key: (None if value is None else private[key]) if key in private else value
             for key, value in record.items()
-            if key == field or keep_all or key in kept
+            if key in private or keep_all or key in kept
         }
         try:
             text = json.dumps(out, ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
             raise _unwritable_field(out, kept, where) from None
         return text + (ending or b"\n")
-    return private.encode("utf-8") + context[-1]
+    return privates[0].encode("utf-8") + context[-1]
 
 
 def _unwritable_field(out: dict[str, Any], kept: Sequence[str], where: str) -> CLIError:
@@ -278,8 +292,9 @@ def _kept_fields(args: argparse.Namespace) -> list[str]:
         return []
     if ALL_FIELDS in kept:
         kept = [ALL_FIELDS]
-    if args.field in kept:
-        raise CLIError(f"--keep-fields: {args.field!r} is the privatized field (--field)")
+    for field in args.fields:
+        if field in kept:
+            raise CLIError(f"--keep-fields: {field!r} is a privatized field (--field)")
     which = "every field but --field" if kept == [ALL_FIELDS] else f"{len(kept)} field(s)"
     warnings.warn(
         f"--keep-fields writes {which} of each JSONL record unprotected "
@@ -290,30 +305,40 @@ def _kept_fields(args: argparse.Namespace) -> list[str]:
     return kept
 
 
-def _is_null(context: Any, field: str) -> bool:
-    """Whether a document is a JSONL record whose ``field`` is null (``--null keep``)."""
-    return context[0] == "json" and context[1][field] is None
+def _is_null(context: Any, fields: Sequence[str]) -> bool:
+    """Whether a document is a JSONL record with a null ``--field`` (``--null keep``)."""
+    return context[0] == "json" and any(context[1][field] is None for field in fields)
 
 
 class _Texts:
-    """Whether some JSONL record held text in ``--field``. Under ``--null keep`` or
-    ``--keep-fields``, a run whose records held none is refused (review 25, F10's revert):
-    a wrong ``--field``, null or empty in every record, would otherwise release the records
-    (under ``'*'`` the real text field copied raw) with nothing privatized and exit 0."""
+    """Whether, for each ``--field``, some JSONL record held text in it. Under ``--null
+    keep`` or ``--keep-fields``, a run in which a ``--field`` held none is refused (review
+    25, F10's revert): a wrong ``--field``, null or empty in every record, would otherwise
+    release the records (under ``'*'`` the real text field copied raw) with nothing of it
+    privatized and exit 0."""
 
-    def __init__(self) -> None:
+    def __init__(self, fields: Sequence[str]) -> None:
+        self.fields = list(fields)
         self.records = 0  # JSONL records read (blank lines and plain text are none)
-        self.texts = 0  # those whose --field held a non-empty string
+        self.texts = [0] * len(fields)  # per --field, the records where it held text
 
-    def see(self, context: Any, text: str) -> None:
+    def see(self, context: Any, texts: Sequence[str]) -> None:
         if context[0] == "json":
             self.records += 1
-            self.texts += bool(text)
+            for index, text in enumerate(texts):
+                self.texts[index] += bool(text)
 
     @property
-    def none(self) -> bool:
-        """Records were read and none held text."""
-        return self.records > 0 and self.texts == 0
+    def every_field(self) -> bool:
+        """Every --field held text in some record (a non-empty string)."""
+        return all(self.texts)
+
+    def lacking(self) -> str | None:
+        """A --field in which no record held text, when records were read."""
+        if self.records == 0:
+            return None
+        held = zip(self.fields, self.texts, strict=True)
+        return next((field for field, count in held if not count), None)
 
 
 def _no_text(field: str) -> CLIError:
@@ -328,7 +353,7 @@ def _no_text(field: str) -> CLIError:
 def _census(
     args: argparse.Namespace,
     kept: Sequence[str],
-    check: Callable[[str, list[tuple[int | None, Any, str]]], None] | None = None,
+    check: Callable[[str, list[tuple[int | None, Any, tuple[str, ...]]]], None] | None = None,
 ) -> tuple[int | None, _Copied, _Texts]:
     """Read every regular input file through once, with the run's own reader, before any
     noise is drawn: a bad record anywhere fails in seconds, with its usual error, before
@@ -337,17 +362,18 @@ def _census(
     input is stdin, a FIFO or a device, read only as the run goes), the --keep-fields
     found, and whether some JSONL record of those files held text in ``--field``."""
     regular = [name for name in args.files if _is_regular_file(name)]
-    documents, seen, texts = 0, _Copied(kept, args.field), _Texts()
+    documents, seen, texts = 0, _Copied(kept, args.fields), _Texts(args.fields)
     with closing(_open_inputs(regular)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
             while batch := list(itertools.islice(records, args.batch_size)):
                 documents += len(batch)
-                for _, context, text in batch:
-                    texts.see(context, text)
+                for _, context, record_texts in batch:
+                    texts.see(context, record_texts)
                 for number, context, _ in batch if kept else ():
                     # a kept value strict JSON cannot hold fails here too
-                    _render(context, "", args.field, kept, _place(label, number))
+                    empty = [""] * len(args.fields)
+                    _render(context, empty, args.fields, kept, _place(label, number))
                     seen.see(context)
                 if check is not None:
                     check(label, batch)
@@ -373,10 +399,10 @@ class _Copied:
     error. Memory stays bounded whatever the keys: the :data:`LISTED_FIELDS` first names in
     sorted order are kept, and distinct names are counted up to :data:`COUNTED_FIELDS`."""
 
-    def __init__(self, kept: Sequence[str], field: str) -> None:
+    def __init__(self, kept: Sequence[str], fields: Sequence[str]) -> None:
         self.kept = list(kept)
         self.every = self.kept == [ALL_FIELDS]
-        self.field = field
+        self.fields = set(fields)
         self.counted: set[str] = set()
         self.first: list[str] = []  # sorted, at most LISTED_FIELDS (under '*')
 
@@ -389,7 +415,7 @@ class _Copied:
             self.counted.update(name for name in self.kept if name in record)
             return
         for key in record:
-            if key != self.field and key not in self.counted:
+            if key not in self.fields and key not in self.counted:
                 self._add(key)
 
     def _add(self, name: str) -> None:
