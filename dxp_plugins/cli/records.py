@@ -393,7 +393,7 @@ def _is_regular_file(name: str) -> bool:
 
 class _Copied:
     """The fields ``--keep-fields`` copied unchanged: the names given that some record held
-    or, under '*', every top-level key but ``--field`` that some record held (its value is
+    or, under '*', every top-level key but the ``--field``s that some record held (its value is
     copied whole: a nested object's keys and all). Such keys are data and may be private:
     they go into the report, which describes what was released, never into a warning or an
     error. Memory stays bounded whatever the keys: the :data:`LISTED_FIELDS` first names in

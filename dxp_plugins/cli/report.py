@@ -196,7 +196,7 @@ def _write_report(
         "embeddings": run.embeddings,
         "guarantee": guarantee.to_dict(),
         # JSONL fields written unchanged by --keep-fields: the names given that some record
-        # held, or under '*' every top-level name but --field that some record held, sorted
+        # held, or under '*' every top-level name but the --fields that some record held, sorted
         # (a value is copied whole, nested objects and all); at most 100 names
         # (records.LISTED_FIELDS), and "unprotected_fields_unlisted" counts the others
         # (under '*' counting stops at 100,000 distinct names, records.COUNTED_FIELDS: a
