@@ -61,7 +61,7 @@ def test_every_field_lists_the_names_some_record_held(tmp_path, capsys, monkeypa
     assert record["unprotected_fields_unlisted"] == 0
     assert record["statement"].endswith(
         " JSONL fields customer_email, id, meta, priority, subject copied unchanged and "
-        "unprotected (--keep-fields '*': every field but the private one)."
+        "unprotected (--keep-fields '*': every field but those privatized)."
     )
     # stderr names no key read from the data (they may be private): only the opt-in warning
     assert err.count("\n") == 1 and "customer_email" not in err and "zq7" not in err

@@ -167,7 +167,9 @@ def _kept_clause(kept: _Unprotected) -> str:
     if kept.unlisted:
         more = f"at least {kept.unlisted:,}" if kept.floor else f"{kept.unlisted:,}"
         fields += f" and {more} more"
-    option = "--keep-fields '*': every field but the private one" if kept.every else "--keep-fields"
+    option = (
+        "--keep-fields '*': every field but those privatized" if kept.every else "--keep-fields"
+    )
     return f" JSONL fields {fields} copied unchanged and unprotected ({option})."
 
 
