@@ -30,6 +30,7 @@ __all__ = [
     "check_english",
     "detokenize",
     "forgetting",
+    "mask_tokens",
     "private_spaces",
     "shared_pipeline",
     "should_privatize",
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
 
     from .embeddings.table import EmbeddingTable
+    from .masks import Mask
     from .mechanisms.base import Mechanism
 
 #: Narrows the default selection of a spaCy ``Doc``: one flag per token (None = default).
@@ -145,11 +147,14 @@ def forgetting(nlp: Any) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class TokenizedText:
-    """Token texts, their trailing whitespace, and which tokens are privatized."""
+    """Token texts, their trailing whitespace, and which tokens are privatized;
+    ``masked``: how many of the words are placeholders a mask wrote
+    (:func:`dxp_plugins.masks.apply_mask`)."""
 
     words: list[str]
     spaces: list[str]
     selected: list[bool]
+    masked: int = 0
 
     @classmethod
     def from_doc(cls, doc: Any, selected: Sequence[bool] | None = None) -> TokenizedText:
@@ -229,19 +234,32 @@ def tokenize_batch(
     select: Selector | None,
     nlp: Any,
     table: EmbeddingTable | None = None,
+    mask: Mask | None = None,
 ) -> list[TokenizedText]:
-    """The non-blank texts tokenized (by ``nlp`` when given) and selected; ``table``: the
-    mechanism's public vocabulary, which warms the shared tokenizer (:func:`warm`)."""
+    """The non-blank texts tokenized (by ``nlp`` when given), selected and masked
+    (``mask``: :func:`mask_tokens`); ``table``: the mechanism's public vocabulary, which warms
+    the shared tokenizer (:func:`warm`)."""
     pipeline = borrowed_blank() if nlp is None else nlp
     if nlp is None and table is not None:
         warm(pipeline, table, sum(map(len, texts)))
     with forgetting(pipeline):
-        return [
+        docs = [
             TokenizedText.from_doc(doc, None if select is None else select(doc))
             for doc in (pipeline.tokenizer if nlp is None else nlp).pipe(
                 text for text, empty in zip(texts, blank, strict=True) if not empty
             )
         ]
+    if mask is None:  # the default costs nothing
+        return docs
+    return [mask_tokens(doc, mask) for doc in docs]
+
+
+def mask_tokens(doc: TokenizedText, mask: Mask) -> TokenizedText:
+    """``doc`` with what ``mask`` finds in its text (its words and whitespace joined, so the
+    offsets are those of the tokens in every door) hidden (:func:`dxp_plugins.masks.apply_mask`)."""
+    from .masks import apply_mask
+
+    return apply_mask(doc, mask.spans(detokenize(doc.words, doc.spaces)))
 
 
 #: How many public words (the first of the mechanism's table in frequency order) the shared

@@ -17,6 +17,9 @@ mechanism and a token selection here, once, so the doors cannot drift apart:
   Entity types are checked against the tagging pipeline's entity recognizer when there is
   one (:meth:`DoorSettings.check_entities`): a typo would select nothing, so release every
   name unchanged.
+* ``mask``: a registered mask (:mod:`dxp_plugins.masks`, e.g. ``"identifiers"``) whose
+  matches are replaced by the placeholder ``[...]`` before anything is privatized; what it
+  hides is never released. Guarantees record it (``mask``, ``spans_masked``).
 
 spaCy's config validation checks types but not ranges: :meth:`DoorSettings.create` raises a
 ValueError naming the setting for every out-of-range value.
@@ -38,6 +41,7 @@ from .embeddings.shared import load_embeddings_setting
 if TYPE_CHECKING:
     from .embeddings.table import EmbeddingTable
     from .guarantee import Accountant, Guarantee
+    from .masks import Mask
     from .mechanisms.base import Mechanism
 
 #: Documents per mechanism call in every door: spaCy's own ``nlp.pipe`` default, so that one
@@ -67,6 +71,7 @@ class DoorSettings:
     entities: tuple[str, ...] = ()
     token_filter: str | None = None
     seed: int | None = None
+    mask: str | None = None
 
     @classmethod
     def create(
@@ -83,6 +88,7 @@ class DoorSettings:
         entities: Any = None,
         token_filter: Any = None,
         seed: Any = None,
+        mask: Any = None,
         names: Mapping[str, str | None] | None = None,
     ) -> DoorSettings:
         """Check every setting; raise TypeError/ValueError naming the first bad one.
@@ -139,6 +145,8 @@ class DoorSettings:
             token_filter = _check_registered(
                 registry.token_filters, token_filter, label("token_filter")
             )
+        if mask is not None:
+            mask = _check_registered(registry.masks, mask, label("mask"))
         return cls(
             epsilon=epsilon,
             mechanism=mechanism,
@@ -151,6 +159,7 @@ class DoorSettings:
             entities=entities,
             token_filter=token_filter,
             seed=check_seed(seed, label("seed")),
+            mask=mask,
         )
 
     # -- serialisation -----------------------------------------------------------------------
@@ -252,10 +261,16 @@ class DoorSettings:
         select.description = self.selection_label()  # type: ignore[attr-defined]
         return select
 
+    def masker(self) -> Mask | None:
+        """The resolved mask (None for none): what the text path's ``mask`` takes."""
+        from .masks import resolve_mask
+
+        return resolve_mask(self.mask, "mask")
+
     def nothing_released(self, mechanism: Mechanism) -> Guarantee:
         """The record of a run that held no document: no release, no spend (PRIVACY.md 22),
-        with this door's selection."""
-        record = dataclasses.replace(mechanism.guarantee(0), releases=0)
+        with this door's selection and mask."""
+        record = dataclasses.replace(mechanism.guarantee(0), releases=0, mask=self.mask)
         if self.restricted:
             record = dataclasses.replace(record, selection=self.selection_label())
         return record

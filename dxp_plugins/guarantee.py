@@ -141,11 +141,16 @@ class Guarantee:
     max_document_tokens: int | None = None
     #: Which tokens the release privatized: every word, or a door's pos/entities/filter.
     selection: str = ALL_WORDS
+    #: The registered mask that hid identifiers before privatizing (``mask="identifiers"``),
+    #: or None; ``spans_masked``: the placeholders it wrote, each one of the tokens passed
+    #: through (what the placeholders hid is never released nor counted).
+    mask: str | None = None
+    spans_masked: int = 0
     #: The dxp_plugins version that made the record.
     library_version: str = field(default_factory=_library_version)
 
     def __post_init__(self) -> None:
-        check_record(self, _TEXT_FIELDS, ("epsilon",), _COUNT_FIELDS)
+        check_record(self, _TEXT_FIELDS, ("epsilon",), _COUNT_FIELDS, optional=("mask",))
         _check_in(self.rng, "rng", RNG_MODES)
         _check_in(self.oov_policy, "oov_policy", OOV_POLICIES)
         if self.words_passed_through > self.tokens_passed_through:
@@ -154,6 +159,16 @@ class Guarantee:
                 f"exceed tokens_passed_through ({self.tokens_passed_through}): the words "
                 "released raw are some of the tokens passed through"
             )
+        if self.spans_masked:
+            if self.mask is None:
+                raise ValueError("guarantee field spans_masked must be 0 when mask is None")
+            if self.words_passed_through + self.spans_masked > self.tokens_passed_through:
+                raise ValueError(
+                    f"guarantee fields words_passed_through ({self.words_passed_through}) and "
+                    f"spans_masked ({self.spans_masked}) must not exceed tokens_passed_through "
+                    f"({self.tokens_passed_through}) together: raw words and placeholders are "
+                    "different tokens passed through"
+                )
         if self.max_document_tokens is not None:
             check_record(self, (), (), ("max_document_tokens",))
             most, releases = self.max_document_tokens, max(self.releases, 1)
@@ -204,6 +219,13 @@ class Guarantee:
                 " Which tokens were privatized was decided from the raw text "
                 f"({self.selection}): that decision is not protected, so the bound holds "
                 "between texts that select the same tokens and share the unselected ones."
+            )
+        if self.mask is not None:
+            text += (
+                f" Mask {self.mask!r} replaced {counted(self.spans_masked, 'run')} of tokens "
+                "by [...] (passed through; what it hid was not released): where it did was "
+                "decided from the raw text, so the bound holds between texts that mask the "
+                "same tokens."
             )
         if self.oov_policy == "passthrough":
             text += (
@@ -286,13 +308,15 @@ class Guarantee:
         most = max(_most_tokens(self), _most_tokens(other))
         return dataclasses.replace(record, max_document_tokens=most)
 
-    def add_passed_through(self, count: int, words: int = 0) -> Guarantee:
+    def add_passed_through(self, count: int, words: int = 0, masked: int = 0) -> Guarantee:
         """This guarantee with ``count`` more tokens passed through unchanged, ``words`` of
-        them words released raw (the rest allow-listed punctuation)."""
+        them words released raw and ``masked`` of them a mask's placeholders (the rest
+        allow-listed punctuation)."""
         return dataclasses.replace(
             self,
             tokens_passed_through=self.tokens_passed_through + count,
             words_passed_through=self.words_passed_through + words,
+            spans_masked=self.spans_masked + masked,
         )
 
     @staticmethod
@@ -314,7 +338,13 @@ def _most_tokens(record: Guarantee) -> int:
 
 
 #: What merging two guarantees adds up, and what it takes the largest of.
-_MERGED_COUNTS = ("tokens_privatized", "tokens_passed_through", "words_passed_through", "releases")
+_MERGED_COUNTS = (
+    "tokens_privatized",
+    "tokens_passed_through",
+    "words_passed_through",
+    "releases",
+    "spans_masked",
+)
 _MERGED_LARGEST = ("max_document_tokens",)
 #: The fields two merged guarantees must agree on (every other field).
 _MERGE_KEY = operator.attrgetter(
@@ -341,6 +371,7 @@ def _fold(first: Guarantee, others: Iterable[Guarantee]) -> Guarantee:
     kind, key = type(first), _MERGE_KEY(first)
     tokens, passed = first.tokens_privatized, first.tokens_passed_through
     words, releases = first.words_passed_through, first.releases
+    masked = first.spans_masked
     most = _most_tokens(first)
     seen: list[Guarantee] = []
     for other in others:
@@ -351,6 +382,7 @@ def _fold(first: Guarantee, others: Iterable[Guarantee]) -> Guarantee:
         passed += other.tokens_passed_through
         words += other.words_passed_through
         releases += other.releases
+        masked += other.spans_masked
         most = max(most, _most_tokens(other))
         if not tokens <= most * max(releases, 1):  # what the step's record would refuse
             return _fold_checked(first, seen)
@@ -362,6 +394,7 @@ def _fold(first: Guarantee, others: Iterable[Guarantee]) -> Guarantee:
         tokens_passed_through=passed,
         words_passed_through=words,
         releases=releases,
+        spans_masked=masked,
         max_document_tokens=most,
     )
 
@@ -380,6 +413,7 @@ _TEXT_FIELDS = (
     "oov_policy",
     "rng",
     "selection",
+    "mask",
     "library_version",
 )
 _COUNT_FIELDS = (
@@ -388,6 +422,7 @@ _COUNT_FIELDS = (
     "tokens_passed_through",
     "words_passed_through",
     "releases",
+    "spans_masked",
 )
 
 

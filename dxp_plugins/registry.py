@@ -5,7 +5,11 @@
 * ``mechanisms`` -- group ``dxp_plugins_mechanisms``: mechanism classes;
 * ``groupings``  -- group ``dxp_plugins_groupings``: LPLP feature groupings;
 * ``token_filters`` -- group ``dxp_plugins_token_filters``: predicates ``(spacy Token) -> bool``
-  choosing which tokens the front doors privatize (config ``token_filter = "name"``).
+  choosing which tokens the front doors privatize (config ``token_filter = "name"``);
+* ``masks`` -- group ``dxp_plugins_masks``: functions ``text -> iterable of (start, end)``
+  finding what the front doors replace by ``[...]`` before privatizing (config
+  ``mask = "name"``; built-ins ``identifiers``, ``emails``, ``urls``, ``numbers``:
+  :mod:`dxp_plugins.masks`).
 
 A third-party package adds an entry with one line in its own metadata, e.g.::
 
@@ -75,6 +79,7 @@ embeddings: _Registry = catalogue.create("dxp_plugins", "embeddings", entry_poin
 mechanisms: _Registry = catalogue.create("dxp_plugins", "mechanisms", entry_points=True)
 groupings: _Registry = catalogue.create("dxp_plugins", "groupings", entry_points=True)
 token_filters: _Registry = catalogue.create("dxp_plugins", "token_filters", entry_points=True)
+masks: _Registry = catalogue.create("dxp_plugins", "masks", entry_points=True)
 
 #: The distribution whose entry points are this library's built-ins.
 BUILTIN_DISTRIBUTION = "dxp-plugins"
@@ -268,9 +273,9 @@ def resolve(registry: catalogue.Registry, name: str, *, setting: str | None = No
         available = ", ".join(sorted(found)) or "none"
         unknown = f"unknown {_kind(registry)}" if setting is None else f"{setting}: unknown name"
         hint = (
-            " (a filter registered in your own code exists once that code has run: import "
-            "its module first; spaCy's commands take it as --code)"
-            if registry is token_filters
+            f" (a {_kind(registry).replace('_', ' ')} registered in your own code exists once "
+            "that code has run: import its module first; spaCy's commands take it as --code)"
+            if registry is token_filters or registry is masks
             else ""
         )
         raise ValueError(f"{unknown} {name!r}; available: {available}{hint}")

@@ -9,6 +9,9 @@ tokenize -> select -> privatize -> detokenize (PRIVACY.md 14, 20-25):
   match :data:`PUNCTUATION` (a fixed allow-list, passed through unchanged and counted).
   Digits, e-mail addresses, URLs and unknown strings are words: they are privatized (OOV
   strings via the public UNK point).
+* **Mask** (``mask="identifiers"``, off by default): what a registered mask finds is
+  replaced, whole tokens at a time, by the placeholder ``[...]``, which passes through
+  (:mod:`dxp_plugins.masks`).
 * **Privatize** all selected tokens of a batch of documents in one mechanism call (the
   mechanism normalises each token with NFKC + lower case before lookup).
 * **Detokenize**: private words joined with the original whitespace (plus one space
@@ -23,10 +26,11 @@ them and the allow-listed punctuation.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +44,7 @@ from ._tokenization import (
     check_english,
     detokenize,
     forgetting,
+    mask_tokens,
     private_spaces,
     shared_pipeline,
     should_privatize,
@@ -53,6 +58,7 @@ from ._validation import check_int, check_text
 from .doors import DEFAULT_BATCH_SIZE
 from .errors import OOVError, TextTooLongError
 from .guarantee import Guarantee
+from .masks import resolve_mask
 
 __all__ = [
     "PUNCTUATION",
@@ -77,6 +83,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .masks import Mask
     from .mechanisms.base import Mechanism, Reservation
 
 
@@ -85,6 +92,7 @@ def privatize_tokenized(
     mechanism: Mechanism,
     selection: str | None = None,
     *,
+    mask: str | None = None,
     _charged: Reservation | None = None,
 ) -> list[tuple[list[str], Guarantee]]:
     """Privatize the selected tokens of all documents in one batch (the shared core).
@@ -97,8 +105,11 @@ def privatize_tokenized(
     guarantee records and states as unprotected. An unselected token the default selection
     would privatize (anything but allow-listed punctuation) is a word released raw: it also
     counts in ``words_passed_through``, as the OOV words the mechanism passes through under
-    ``oov="passthrough"`` do. (``_charged``: the reservation a long text's pieces, or a
-    capped call's batches, were charged by up front, see :func:`_privatize_long`.)
+    ``oov="passthrough"`` do. ``mask``: the name of the mask whose placeholders the
+    documents hold (:func:`dxp_plugins.masks.apply_mask`), recorded in each guarantee; a
+    placeholder counts as a token passed through, never as a raw word. (``_charged``: the
+    reservation a long text's pieces, or a capped call's batches, were charged by up front,
+    see :func:`_privatize_long`.)
     """
     chosen = _chosen(documents)
     private, guarantees = (
@@ -120,7 +131,12 @@ def privatize_tokenized(
             else:
                 passed += 1
                 raw_words += should_privatize(doc.words[position])  # a word left out
-        guarantee = guarantee.add_passed_through(passed, raw_words)
+        # Each placeholder ([...], not on the allow-list) was counted as a word above: it
+        # is not one (what it hid is neither released nor counted).
+        raw_words -= doc.masked
+        if mask is not None:
+            guarantee = dataclasses.replace(guarantee, mask=mask)
+        guarantee = guarantee.add_passed_through(passed, raw_words, doc.masked)
         if selection is not None:
             guarantee = dataclasses.replace(guarantee, selection=selection)
         results.append((out, guarantee))
@@ -145,6 +161,7 @@ def privatize_texts(
     batch_size: int = DEFAULT_BATCH_SIZE,
     select: Selector | None = None,
     nlp: Any = None,
+    mask: str | None = None,
 ) -> Iterator[PrivateText]:
     """Privatize texts lazily, ``batch_size`` documents per mechanism call (default 1000, as
     in every door: seeded draws depend on the batches), or fewer when a batch reaches
@@ -157,6 +174,9 @@ def privatize_texts(
     ``select(doc)`` may narrow the default selection (per-token flags, None = default);
     ``nlp`` replaces the public tokenizer by an English spaCy pipeline with the same
     tokenizer (a tagger, say, for selection by part of speech); another language is refused.
+    ``mask`` names a registered mask (:mod:`dxp_plugins.masks`, e.g. ``"identifiers"``):
+    each run of tokens it finds becomes one ``[...]``, passed through; what it hides is never
+    released (the guarantees record the mask and ``spans_masked``).
     """
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
@@ -164,7 +184,7 @@ def privatize_texts(
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if nlp is not None:
         check_english(nlp, "nlp")
-    return _privatize_stream(texts, mechanism, batch_size, select, nlp)
+    return _privatize_stream(texts, mechanism, batch_size, select, nlp, masker=resolve_mask(mask))
 
 
 def _check_mechanism(mechanism: Any) -> None:
@@ -187,21 +207,23 @@ def _privatize_stream(
     nlp: Any,
     charged: Reservation | None = None,
     kept: Sequence[list[TokenizedText] | int | None] = (),
+    masker: Mask | None = None,
 ) -> Iterator[PrivateText]:
     """``charged``: the reservation by which the caller charged every text's tokens already
     (:func:`privatize_all`): each batch takes its tokens from it, sampled at its epsilon.
     ``kept``: the tokenized batches :func:`_checked` kept, in the order of :func:`_plan`
     (None, or past its end: tokenize the batch again; an int: tokenize it again and refuse,
-    before its noise, a selection of another size than was counted)."""
+    before its noise, a selection of another size than was counted). ``masker``: the
+    resolved mask, or None."""
     for number, (start, group, long) in enumerate(_plan(texts, batch_size, select, nlp)):
         if long:
-            yield _privatize_long(group[0], mechanism, start, charged)
+            yield _privatize_long(group[0], mechanism, start, charged, masker)
         else:
             entry = kept[number] if number < len(kept) else None
             counted = entry if isinstance(entry, int) else None  # tokenized again: must match
             docs = None if isinstance(entry, int) else entry
             yield from _privatize_batch(
-                group, mechanism, select, nlp, start, charged, docs, expected=counted
+                group, mechanism, select, nlp, start, charged, docs, counted, masker
             )
 
 
@@ -212,6 +234,7 @@ def privatize_all(
     batch_size: int = DEFAULT_BATCH_SIZE,
     select: Selector | None = None,
     nlp: Any = None,
+    mask: str | None = None,
 ) -> list[PrivateText]:
     """:func:`privatize_texts` all at once, all or nothing: what would refuse a later batch
     (an OOV token under ``oov="raise"``, a text too long for ``nlp``, the accountant's cap,
@@ -226,15 +249,18 @@ def privatize_all(
     :func:`privatize_texts`."""
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text: use privatize_text")
+    masker = resolve_mask(mask)
     texts = list(texts)  # read twice: counted, then privatized
     kept: list[list[TokenizedText] | int | None] = []  # what counting saw, reused below
-    tokens = _checked(texts, mechanism, batch_size, select, nlp, kept)
+    tokens = _checked(texts, mechanism, batch_size, select, nlp, kept, masker)
     if mechanism.accountant.cap is None or tokens is None or _overrides_batches(mechanism):
-        return list(_privatize_stream(texts, mechanism, batch_size, select, nlp, None, kept))
+        return list(
+            _privatize_stream(texts, mechanism, batch_size, select, nlp, None, kept, masker)
+        )
     reservation = mechanism._reserve(tokens)  # one charge: a refusal comes before any noise
     with _released_as_charged(mechanism, reservation):
         results = list(
-            _privatize_stream(texts, mechanism, batch_size, select, nlp, reservation, kept)
+            _privatize_stream(texts, mechanism, batch_size, select, nlp, reservation, kept, masker)
         )
     if results:  # one charge, one release: its record, as privatize_batch leaves one
         mechanism.last_guarantee = Guarantee.combine(result.guarantee for result in results)
@@ -320,6 +346,7 @@ def check_texts(
     batch_size: int = DEFAULT_BATCH_SIZE,
     select: Selector | None = None,
     nlp: Any = None,
+    mask: str | None = None,
 ) -> None:
     """Raise now what :func:`privatize_texts` with the same arguments would raise midway
     -- a text longer than ``nlp.max_length``, an out-of-vocabulary token under
@@ -333,7 +360,7 @@ def check_texts(
     to :func:`privatize_texts`."""
     if isinstance(texts, str | bytes | bytearray):
         raise TypeError("texts must be an iterable of texts, not a single text")
-    charged = _checked(texts, mechanism, batch_size, select, nlp)
+    charged = _checked(texts, mechanism, batch_size, select, nlp, masker=resolve_mask(mask))
     if charged:  # what the batches would charge in all, in the unit they charge
         mechanism.accountant.check(mechanism.epsilon * charged, unit=mechanism.ledger_unit)
 
@@ -345,6 +372,7 @@ def _checked(
     select: Selector | None,
     nlp: Any,
     kept: list[list[TokenizedText] | int | None] | None = None,
+    masker: Mask | None = None,
 ) -> int | None:
     """:func:`check_texts` but the accountant: raises what the texts would raise midway;
     returns the tokens privatizing them would charge when it tokenized them (under
@@ -362,14 +390,14 @@ def _checked(
     for start, group, long in _plan(texts, batch_size, select, nlp):
         if long:
             if tokens:
-                charged += _check_long(group[0], mechanism, start)
+                charged += _check_long(group[0], mechanism, start, masker)
             if kept is not None:
                 kept.append(None)
             continue
         blank = [is_invisible(text) for text in group]
         _check_lengths(group, blank, nlp, start)
         if tokens:
-            docs = tokenize_batch(group, blank, select, nlp, mechanism.embeddings)
+            docs = tokenize_batch(group, blank, select, nlp, mechanism.embeddings, masker)
             chosen = _chosen(docs)
             try:
                 charged += mechanism.check_release(chosen)
@@ -394,17 +422,26 @@ PIECE_CHARS = 1 << 17
 _CUT = re.compile(r"\S\s+(?=\S)")
 
 
-def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
+def pieces(
+    text: str, size: int = PIECE_CHARS, spans: Sequence[tuple[int, int]] = ()
+) -> Iterator[str]:
     """``text`` cut after a run of whitespace between two non-space characters, every
     ``size`` characters or a little more. spaCy's tokenizer splits at whitespace before
     anything else, so the pieces give the tokens and whitespace of the whole (identical on
     9.6M characters of 20 Newsgroups and Pang & Lee text and on texts joined by newlines,
     tabs, double and non-breaking spaces; spaCy's special-case matching can differ right
     at a cut for contrived strings such as ``-:) )``), and no two privatized tokens are
-    glued across a cut. Text without whitespace is one piece."""
+    glued across a cut. Text without whitespace is one piece. No cut falls inside one of
+    the sorted character ``spans`` (a mask's: its run of tokens stays one placeholder)."""
+    starts, ends = _union(spans)
     start = 0
     while len(text) - start > size:
         cut = _CUT.search(text, start + size)
+        while cut is not None:
+            inside = bisect.bisect_left(starts, cut.end()) - 1  # the last span starting before
+            if inside < 0 or ends[inside] <= cut.end():
+                break
+            cut = _CUT.search(text, ends[inside] - 1)  # a cut at or after that span's end
         if cut is None:
             break
         yield text[start : cut.end()]
@@ -412,34 +449,85 @@ def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
     yield text[start:]
 
 
+def _union(spans: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Sorted ``spans`` as disjoint intervals: their starts and their ends."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for a, b in spans:
+        if ends and a <= ends[-1]:
+            ends[-1] = max(ends[-1], b)
+        else:
+            starts.append(a)
+            ends.append(b)
+    return starts, ends
+
+
+def _piece_masks(
+    text: str, masker: Mask | None
+) -> tuple[Sequence[tuple[int, int]], Callable[[int, str], Mask | None]]:
+    """The mask's spans over the whole long ``text`` (found once, on the whole), and for a
+    piece starting at a character offset, a mask giving those spans within the piece."""
+    if masker is None:
+        return (), lambda offset, piece: None
+    spans = masker.spans(text)
+
+    def within(offset: int, piece: str) -> Mask:
+        end = offset + len(piece)
+        local = [
+            (max(a, offset) - offset, min(b, end) - offset)
+            for a, b in spans
+            if a < end and b > offset
+        ]
+        return dataclasses.replace(masker, find=lambda _text: local)
+
+    return spans, within
+
+
 def _privatize_long(
-    text: str, mechanism: Mechanism, position: int, charged: Reservation | None = None
+    text: str,
+    mechanism: Mechanism,
+    position: int,
+    charged: Reservation | None = None,
+    masker: Mask | None = None,
 ) -> PrivateText:
     """One long text, piece by piece (default tokenizer and selection only: a tagger needs
     the whole context). One release: the whole text is charged once, before any piece
     draws noise, so what would refuse it (an OOV token under ``oov="raise"``, the
     accountant's cap) refuses it whole; the pieces are then sampled at the epsilon charged,
     and their records merge into one. ``charged``: the caller's reservation, which charged
-    it already."""
+    it already. ``masker``: its spans are found on the whole text."""
     if charged is not None:  # counted and charged with the caller's texts
-        return _release_long(text, mechanism, position, charged)
-    reservation = mechanism._reserve(_check_long(text, mechanism, position))
+        return _release_long(text, mechanism, position, charged, masker)
+    reservation = mechanism._reserve(_check_long(text, mechanism, position, masker))
     with _released_as_charged(mechanism, reservation):
-        return _release_long(text, mechanism, position, reservation)
+        return _release_long(text, mechanism, position, reservation, masker)
 
 
 def _release_long(
-    text: str, mechanism: Mechanism, position: int, reservation: Reservation
+    text: str,
+    mechanism: Mechanism,
+    position: int,
+    reservation: Reservation,
+    masker: Mask | None = None,
 ) -> PrivateText:
     """:func:`_privatize_long` once charged: the pieces take their tokens from
     ``reservation``."""
     parts: list[str] = []
     total: Guarantee | None = None
-    for piece in pieces(text, PIECE_CHARS):
+    spans, within = _piece_masks(text, masker)
+    offset = 0
+    for piece in pieces(text, PIECE_CHARS, spans):
+        offset, piece_start = offset + len(piece), offset
         if is_invisible(piece):  # layout only: keep its whitespace
             parts.append(without_invisible(piece))
             continue
-        (result,) = _privatize_batch([piece], mechanism, start=position, charged=reservation)
+        (result,) = _privatize_batch(
+            [piece],
+            mechanism,
+            start=position,
+            charged=reservation,
+            masker=within(piece_start, piece),
+        )
         parts.append(result.text)
         total = result.guarantee if total is None else total.merge(result.guarantee)
     assert total is not None  # the text is not blank, so some piece is not
@@ -448,7 +536,7 @@ def _release_long(
     return PrivateText("".join(parts), total)
 
 
-def _check_long(text: str, mechanism: Mechanism, position: int) -> int:
+def _check_long(text: str, mechanism: Mechanism, position: int, masker: Mask | None = None) -> int:
     """Raise what privatizing the long ``text`` in pieces would raise midway; returns the
     number of tokens it would charge.
 
@@ -457,9 +545,15 @@ def _check_long(text: str, mechanism: Mechanism, position: int) -> int:
     selected = charged = 0
     blank = borrowed_blank()
     warm(blank, mechanism.embeddings, len(text))
-    for piece in pieces(text, PIECE_CHARS):
+    spans, within = _piece_masks(text, masker)
+    offset = 0
+    for piece in pieces(text, PIECE_CHARS, spans):
+        offset, piece_start = offset + len(piece), offset
         with forgetting(blank):
             doc = TokenizedText.from_doc(blank.tokenizer(piece))
+        piece_mask = within(piece_start, piece)
+        if piece_mask is not None:
+            doc = mask_tokens(doc, piece_mask)
         (chosen,) = _chosen([doc])
         try:
             charged += mechanism.check_release([chosen])
@@ -470,20 +564,23 @@ def _check_long(text: str, mechanism: Mechanism, position: int) -> int:
     return charged
 
 
-def privatize_text(text: str | bytes, mechanism: Mechanism) -> PrivateText:
+def privatize_text(
+    text: str | bytes, mechanism: Mechanism, *, mask: str | None = None
+) -> PrivateText:
     """Privatize one text: tokenize (whitespace kept), privatize every word with
     ``mechanism``, detokenize. Returns :class:`PrivateText` (``.text``, ``.guarantee``).
 
     Punctuation on :data:`PUNCTUATION` passes through (counted in the guarantee);
-    whitespace is kept as layout (not counted). For many texts use :func:`privatize_texts`,
-    which batches the search.
+    whitespace is kept as layout (not counted). ``mask`` (e.g. ``"identifiers"``) replaces
+    what a registered mask finds by ``[...]`` first (:mod:`dxp_plugins.masks`). For many
+    texts use :func:`privatize_texts`, which batches the search.
     """
     if not isinstance(text, str | bytes | bytearray):
         raise TypeError(
             f"text must be str or bytes, got {type(text).__name__} (for several texts use "
             "privatize_texts)"
         )
-    return next(privatize_texts([text], mechanism))
+    return next(privatize_texts([text], mechanism, mask=mask))
 
 
 def _privatize_batch(
@@ -495,6 +592,7 @@ def _privatize_batch(
     charged: Reservation | None = None,
     docs: list[TokenizedText] | None = None,
     expected: int | None = None,
+    masker: Mask | None = None,
 ) -> Iterator[PrivateText]:
     """``texts`` start at index ``start`` of the caller's texts (named in OOV errors);
     ``charged``: see :func:`privatize_tokenized`; ``docs``: the non-blank ``texts`` as
@@ -504,7 +602,7 @@ def _privatize_batch(
     blank = [is_invisible(text) for text in texts]
     if docs is None:
         _check_lengths(texts, blank, nlp, start)
-        docs = tokenize_batch(texts, blank, select, nlp, mechanism.embeddings)
+        docs = tokenize_batch(texts, blank, select, nlp, mechanism.embeddings, masker)
         if expected is not None and _selected(_chosen(docs)) != expected:
             raise RuntimeError(
                 f"texts {start}-{start + len(texts) - 1} gave other tokens than when they were "
@@ -512,8 +610,9 @@ def _privatize_batch(
                 "was sampled for them"
             )
     selection = None if select is None else getattr(select, "description", "custom selector")
+    mask = None if masker is None else masker.name
     try:
-        released = privatize_tokenized(docs, mechanism, selection, _charged=charged)
+        released = privatize_tokenized(docs, mechanism, selection, mask=mask, _charged=charged)
     except OOVError as error:
         raise _relocated(error, blank, start) from None
     blank_record = mechanism.guarantee(0, 0)
@@ -521,6 +620,8 @@ def _privatize_batch(
         blank_record = dataclasses.replace(blank_record, epsilon=charged.epsilon)
     if selection is not None:
         blank_record = dataclasses.replace(blank_record, selection=selection)
+    if mask is not None:
+        blank_record = dataclasses.replace(blank_record, mask=mask)
     results = iter(zip(docs, released, strict=True))
     is_word = vocabulary_test(mechanism)
     for empty in blank:
@@ -575,26 +676,36 @@ def _oov_in_text(position: int, token: int | None) -> OOVError:
 
 
 def selected_token_offset(
-    text: str, index: int, select: Selector | None = None, nlp: Any = None
+    text: str,
+    index: int,
+    select: Selector | None = None,
+    nlp: Any = None,
+    mask: str | None = None,
 ) -> int | None:
     """Where the ``index``-th privatized token of ``text`` starts (a character offset into
     ``text``), tokenized and selected again as :func:`privatize_texts` does (in pieces for a
     long text): an :class:`OOVError`'s ``token`` made findable without quoting the token.
     None when ``text`` has fewer privatized tokens."""
-    found = _selected_offset(composed(text), index, select, nlp)
+    found = _selected_offset(composed(text), index, select, nlp, resolve_mask(mask))
     return None if found is None else original_offset(text, found)
 
 
-def _selected_offset(text: str, index: int, select: Selector | None, nlp: Any) -> int | None:
+def _selected_offset(
+    text: str, index: int, select: Selector | None, nlp: Any, masker: Mask | None = None
+) -> int | None:
     """:func:`selected_token_offset` in ``text`` as tokenized (already composed)."""
     long = len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text)
     start, pipeline = 0, borrowed_blank() if nlp is None else nlp
-    for part in pieces(text, PIECE_CHARS) if long else [text]:
+    spans, within = _piece_masks(text, masker)
+    for part in pieces(text, PIECE_CHARS, spans) if long else [text]:
         with forgetting(pipeline):
             doc = (pipeline.tokenizer if nlp is None else nlp)(part)
             tokens = TokenizedText.from_doc(doc, None if select is None else select(doc))
+        part_mask = within(start, part)
+        # A placeholder is not as long as what it hid: offsets from the tokens as read.
+        chosen = tokens.selected if part_mask is None else mask_tokens(tokens, part_mask).selected
         offset = start
-        for word, space, keep in zip(tokens.words, tokens.spaces, tokens.selected, strict=True):
+        for word, space, keep in zip(tokens.words, tokens.spaces, chosen, strict=True):
             if keep:
                 if index == 0:
                     return offset

@@ -1,0 +1,206 @@
+"""Masks: identifiers replaced by a placeholder before anything is privatized (``mask=``).
+
+Privatizing re-draws a word; it does not remove it, and a vocabulary word (a number, a
+common name, one of GloVe's e-mail addresses) can come out as itself. A mask removes what
+must never appear: every door takes ``mask="identifiers"`` (``--mask`` in the CLI, ``mask``
+in the spaCy component's config, ``TextPrivatizer(mask=...)``, ``privatize_text(s)``).
+
+**What a mask is.** A function ``text -> iterable of (start, end)``: the half-open character
+spans of ``text`` to hide (spans may overlap, come in any order or be empty; each must lie
+within the text). It must be a pure function of the text, like a token filter: a long text
+and a capped or ``oov="raise"`` release read it more than once. Masks are registered by name
+in :data:`dxp_plugins.registry.masks` (entry-point group ``dxp_plugins_masks``);
+:func:`regex_mask` makes one from a regular expression::
+
+    dxp.registry.masks.register("order-ids", func=dxp.masks.regex_mask(r"ORD-\\d+"))
+
+**What masking does** (:func:`apply_mask`, one implementation for every door, on the tokens
+and their offsets). The spans are found on the text as tokenized (composed to NFC by the
+library's doors; the Doc's text in the spaCy component). Every token that overlaps a span
+is hidden, whole: a span that cuts a token in two hides the whole token, never a part of
+it (a partial mask is worse than none: ``Mary.O'Brien@...`` cut after ``O'`` would leave
+``Mary``, a vocabulary word). The tokens a span overlaps, from the first to the last, become
+one token :data:`PLACEHOLDER` ``[...]`` followed by the whitespace after the last of them
+(spans whose tokens overlap make one placeholder; a span over whitespace only hides
+nothing). The placeholder is allow-listed punctuation: it passes through unchanged, spending
+nothing, and counts in ``tokens_passed_through`` (never as a raw word) and in the record's
+``spans_masked``; the record names the mask (``mask``). What was hidden is never released,
+privatized or counted. The spaCy component's per-token values give the placeholder to the
+first hidden token and ``""`` to the others.
+
+Not protected: the masking is decided from the raw text, so where the placeholders are and
+how many there are shows (like the layout), and the guarantee's bound holds between texts
+that mask the same tokens. A mask cannot find names: see docs/front-doors.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._normalize import is_invisible
+
+if TYPE_CHECKING:
+    from ._tokenization import TokenizedText
+
+__all__ = [
+    "EMAILS",
+    "IDENTIFIERS",
+    "NUMBERS",
+    "PLACEHOLDER",
+    "URLS",
+    "Mask",
+    "MaskFunction",
+    "apply_mask",
+    "emails",
+    "identifiers",
+    "numbers",
+    "regex_mask",
+    "resolve_mask",
+    "urls",
+]
+
+#: A mask: ``text -> iterable of (start, end)`` character spans to hide.
+MaskFunction = Callable[[str], Iterable[tuple[int, int]]]
+
+#: What a masked run of tokens becomes: punctuation only, on the allow-list
+#: (:data:`dxp_plugins.text.PUNCTUATION`), so it passes through and spends nothing.
+PLACEHOLDER = "[...]"
+
+_EMAIL = r"[^\s@<>()\[\],;:\"]+@[\w-]+(?:\.[\w-]+)+"
+_URL = r"(?i:https?://|www\.)[^\s<>()]*[^\s<>().,;:!?'\"]"
+_NUMBER = r"\+?\d(?:[\d ()./-]*\d)?(?!\w)|[\w-]*\d[\w-]*"
+
+#: E-mail addresses (a local part without spaces, ``@``, a dotted domain).
+EMAILS = re.compile(_EMAIL)
+#: URLs starting ``http://``, ``https://`` or ``www.`` (any case), without trailing punctuation.
+URLS = re.compile(_URL)
+#: Numbers, phone numbers, dates and card numbers (digits joined by spaces, ``( ) . / -``,
+#: with an optional leading ``+``), and words holding a digit (``AB-48213``, ``h2o``, ``4th``).
+NUMBERS = re.compile(_NUMBER)
+#: All three: e-mail addresses first, then URLs, then numbers and words holding digits.
+IDENTIFIERS = re.compile(f"{_EMAIL}|{_URL}|{_NUMBER}")
+
+
+def regex_mask(pattern: str | re.Pattern[str], flags: int = 0) -> MaskFunction:
+    """A mask hiding every match of ``pattern`` (empty matches hide nothing)."""
+    compiled = re.compile(pattern, flags)
+
+    def mask(text: str) -> Iterable[tuple[int, int]]:
+        return (match.span() for match in compiled.finditer(text))
+
+    mask.__doc__ = f"Hide every match of {compiled.pattern!r}."
+    return mask
+
+
+def identifiers(text: str) -> Iterable[tuple[int, int]]:
+    """E-mail addresses, URLs, numbers (phones, dates, cards) and words holding digits."""
+    return (match.span() for match in IDENTIFIERS.finditer(text))
+
+
+def emails(text: str) -> Iterable[tuple[int, int]]:
+    """E-mail addresses."""
+    return (match.span() for match in EMAILS.finditer(text))
+
+
+def urls(text: str) -> Iterable[tuple[int, int]]:
+    """URLs starting http://, https:// or www."""
+    return (match.span() for match in URLS.finditer(text))
+
+
+def numbers(text: str) -> Iterable[tuple[int, int]]:
+    """Numbers, phones, dates, card numbers and words holding digits (IDs)."""
+    return (match.span() for match in NUMBERS.finditer(text))
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A registered mask, resolved: its registry ``name`` (what records show) and its
+    function ``find``."""
+
+    name: str
+    find: MaskFunction
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The non-empty spans ``find`` gives for ``text``, checked and sorted."""
+        found = []
+        for span in self.find(text):
+            try:
+                start, end = span
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"mask {self.name!r} must give (start, end) pairs, got {type(span).__name__}"
+                ) from None
+            if not (isinstance(start, int | np.integer) and isinstance(end, int | np.integer)):
+                raise TypeError(f"mask {self.name!r} must give int offsets")
+            if not 0 <= start <= end <= len(text):
+                raise ValueError(
+                    f"mask {self.name!r} gave a span outside the text (offsets {int(start)} to "
+                    f"{int(end)} in a text of {len(text)} characters)"
+                )
+            if start < end:
+                found.append((int(start), int(end)))
+        found.sort()
+        return found
+
+
+def resolve_mask(name: Any, setting: str = "mask") -> Mask | None:
+    """The registered mask ``name`` (None for None): a ValueError listing the known names
+    for an unknown one, a TypeError for anything but a str."""
+    if name is None:
+        return None
+    if isinstance(name, Mask):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(
+            f"{setting} must be the name of a registered mask or None, got {type(name).__name__}"
+        )
+    from . import registry
+
+    return Mask(name, registry.resolve(registry.masks, name, setting=setting))
+
+
+def apply_mask(doc: TokenizedText, spans: Iterable[tuple[int, int]]) -> TokenizedText:
+    """``doc`` with every token a span overlaps hidden: each run of such tokens becomes one
+    :data:`PLACEHOLDER` carrying the run's last whitespace, the run's other tokens ``""``
+    (no whitespace), none of them selected. ``spans``: sorted ``(start, end)`` offsets into
+    ``detokenize(doc.words, doc.spaces)``. Returns ``doc`` itself when nothing is hidden."""
+    spans = list(spans)
+    if not spans or not doc.words:
+        return doc
+    lengths = np.fromiter(map(len, doc.words), dtype=np.int64, count=len(doc.words))
+    gaps = np.fromiter(map(len, doc.spaces), dtype=np.int64, count=len(doc.spaces))
+    starts = np.concatenate(([0], np.cumsum(lengths + gaps)[:-1]))
+    ends = starts + lengths
+    bounds = np.asarray(spans, dtype=np.int64)
+    first = np.searchsorted(ends, bounds[:, 0], side="right")  # first token ending after start
+    last = np.searchsorted(starts, bounds[:, 1], side="left") - 1  # last starting before end
+    runs: list[list[int]] = []
+    for a, b in zip(first.tolist(), last.tolist(), strict=True):
+        if a > b:
+            continue  # whitespace only
+        if runs and a <= runs[-1][1]:  # shares a token with the run before: one placeholder
+            runs[-1][1] = max(runs[-1][1], b)
+        else:
+            runs.append([a, b])
+    words, spaces, selected = list(doc.words), list(doc.spaces), list(doc.selected)
+    masked = 0
+    for a, b in runs:
+        if all(is_invisible(word) for word in doc.words[a : b + 1]):
+            continue  # layout only: nothing to hide
+        spaces[a] = doc.spaces[b]
+        words[a] = PLACEHOLDER
+        selected[a] = False
+        for k in range(a + 1, b + 1):
+            words[k], spaces[k], selected[k] = "", "", False
+        masked += 1
+    if not masked:
+        return doc
+    return dataclasses.replace(
+        doc, words=words, spaces=spaces, selected=selected, masked=doc.masked + masked
+    )
