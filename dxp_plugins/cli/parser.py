@@ -195,6 +195,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="reproducible seeded noise (NOT for private releases; default: secure)",
     )
+    priv.add_argument(
+        "--mask",
+        action=_Once,
+        metavar="NAME",
+        help=(
+            "replace what a registered mask finds by [...] before privatizing, whole tokens "
+            "at a time; what it hides is never released: identifiers (e-mail addresses, "
+            "URLs, numbers, words holding digits), emails, urls, numbers, or a plugin's "
+            "(dxp_plugins_masks; default: none)"
+        ),
+    )
     selection = priv.add_argument_group(
         "selection (default: every word; as the spaCy component's pos/entities/token_filter)"
     )

@@ -174,7 +174,12 @@ def _privatize_inputs(
                 with _located(label, batch, owners, args, select, nlp):
                     flat = list(
                         privatize_texts(
-                            texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp
+                            texts,
+                            mechanism,
+                            batch_size=args.batch_size,
+                            select=select,
+                            nlp=nlp,
+                            mask=args.mask,
                         )
                     )
                 lines, nulls = held[0], held[2]
@@ -269,7 +274,9 @@ def _check_batch(
 
     texts, owners = _flattened(batch)
     with _located(label, batch, owners, args, select, nlp):
-        check_texts(texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp)
+        check_texts(
+            texts, mechanism, batch_size=args.batch_size, select=select, nlp=nlp, mask=args.mask
+        )
 
 
 @contextmanager
@@ -314,7 +321,7 @@ def _oov_error(
     """The OOV error located by line and character (counted from 1), never quoted."""
     from ..text import selected_token_offset
 
-    offset = None if token is None else selected_token_offset(text, token, select, nlp)
+    offset = None if token is None else selected_token_offset(text, token, select, nlp, args.mask)
     if offset is None:
         return CLIError(f"{_place(label, number)}: out-of-vocabulary token under --oov raise")
     if number is None:  # --unit file: the line and character within the file

@@ -33,6 +33,7 @@ SETTING_FLAGS: dict[str, str | None] = {
     "entities": "--entities",
     "token_filter": "--token-filter",
     "seed": "--seed",
+    "mask": "--mask",
     "accountant": None,  # the command keeps its own ledger
 }
 
@@ -71,6 +72,7 @@ def _settings(args: argparse.Namespace) -> Any:
         entities=_labels(getattr(args, "entities", None)),
         token_filter=getattr(args, "token_filter", None),
         seed=args.seed,
+        mask=getattr(args, "mask", None),
         names={**SETTING_FLAGS, "epsilon": "--epsilons"}
         if args.command == "calibrate"
         else SETTING_FLAGS,

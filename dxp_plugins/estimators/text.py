@@ -66,6 +66,10 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     pos, entities, token_filter:
         As for the spaCy component (see :mod:`dxp_plugins.doors`). ``epsilon`` is required.
         ``embeddings`` may also be an :class:`~dxp_plugins.EmbeddingTable`.
+    mask:
+        None (default) or the name of a registered mask (:mod:`dxp_plugins.masks`, e.g.
+        ``"identifiers"``): what it finds becomes ``[...]`` before privatizing; what it hides
+        is never released.
     spacy_model:
         Name of an installed spaCy pipeline used to tag the texts; needed for selection by
         ``pos`` or ``entities``. None (default): the public tokenizer of every door.
@@ -122,6 +126,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         pos: str | Sequence[str] | None = None,
         entities: str | Sequence[str] | None = None,
         token_filter: str | None = None,
+        mask: str | None = None,
         spacy_model: str | None = None,
         random_state: int | None = None,
         privatize_at: PrivatizeAt = "always",
@@ -138,6 +143,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         self.pos = pos
         self.entities = entities
         self.token_filter = token_filter
+        self.mask = mask
         self.spacy_model = spacy_model
         self.random_state = random_state
         self.privatize_at = privatize_at
@@ -286,6 +292,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
             entities=self.entities,
             token_filter=self.token_filter,
             seed=self.random_state,
+            mask=self.mask,
             names={"seed": "random_state"},
         )
         door.check_tagger(self.spacy_model)
@@ -313,6 +320,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
             batch_size=self.batch_size,
             select=self.settings_.door.selector(),
             nlp=self.settings_.door.tagging_pipeline(self.settings_.spacy_model),
+            mask=self.settings_.door.mask,
         )
         record = Guarantee.combine(result.guarantee for result in results)
         self.last_guarantee_ = record or self.settings_.door.nothing_released(self.mechanism_)

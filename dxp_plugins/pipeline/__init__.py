@@ -11,7 +11,9 @@ fail, so it only registers the factory; the component, the embeddings and faiss 
 
 Config (see :mod:`dxp_plugins.doors` for the shared settings): ``epsilon`` (required),
 ``mechanism``, ``mechanism_params``, ``embeddings``, ``embeddings_params``, ``vocab_size``,
-``oov``, ``pos``, ``entities``, ``token_filter``, ``seed``, and the output ``mode``:
+``oov``, ``pos``, ``entities``, ``token_filter``, ``seed``, ``mask`` (a registered mask such
+as ``"identifiers"``: what it finds becomes ``[...]`` before privatizing, see
+:mod:`dxp_plugins.masks`), and the output ``mode``:
 
 * ``"annotate"`` (default): ``token._.dxp_text`` and ``doc._.dxp_text`` hold the private
   words and text (attribute names: ``token_attr``, ``doc_attr``); the Doc keeps its raw words.
@@ -39,6 +41,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "entities": None,
     "token_filter": None,
     "seed": None,
+    "mask": None,
     "mode": "annotate",
     "token_attr": "dxp_text",
     "doc_attr": "dxp_text",
@@ -65,6 +68,7 @@ def make_privatizer(
     entities: str | list[str] | None,
     token_filter: str | None,
     seed: int | None,
+    mask: str | None,
     mode: str,
     token_attr: str,
     doc_attr: str,
@@ -87,6 +91,7 @@ def make_privatizer(
         entities=entities,
         token_filter=token_filter,
         seed=seed,
+        mask=mask,
         mode=mode,
         token_attr=token_attr,
         doc_attr=doc_attr,

@@ -44,7 +44,13 @@ from spacy.tokens import Doc, Token
 from .._locks import fork_safe_lock
 from .._normalize import is_invisible
 from .._random import RandomSource
-from .._tokenization import TokenizedText, detokenize, private_spaces, vocabulary_test
+from .._tokenization import (
+    TokenizedText,
+    detokenize,
+    mask_tokens,
+    private_spaces,
+    vocabulary_test,
+)
 from .._validation import check_choice
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..errors import DxpWarning, OOVError, SeededRandomnessWarning, warn
@@ -147,6 +153,7 @@ class Privatizer:
         self.guarantee_attr: str = output["guarantee_attr"]
         self._select: Callable[[Doc], list[bool] | None] | None = settings.selector()
         self._select_resolved = True
+        self._mask = settings.masker()
         self._random = RandomSource(settings.seed)
         self._mechanism = None
         self._built_settings = None
@@ -287,8 +294,9 @@ class Privatizer:
         # Everything read from the Docs (token texts, whitespace, selection, blankness) is
         # read here, before the charge: a Doc whose strings are gone (another thread's
         # nlp.memory_zone() freed them) then fails before any spend, not after.
-        if not self._select_resolved:
-            self._select, self._select_resolved = self.settings.selector(), True
+        if not self._select_resolved:  # both resolved, or this Doc fails (before any charge)
+            self._select, self._mask = self.settings.selector(), self.settings.masker()
+            self._select_resolved = True
         select = self._select
         try:
             texts = [
@@ -304,6 +312,9 @@ class Privatizer:
             ) from None
         # doc.text is the tokens' texts with their whitespace (no second read of the Doc).
         blank = [is_invisible(detokenize(text.words, text.spaces)) for text in texts]
+        masker = self._mask
+        if masker is not None:  # on the tokens' offsets, as in every door
+            texts = [mask_tokens(text, masker) for text in texts]
         # Where token._.set would store each token's value: its character offset, read
         # from the Doc now (summing token lengths missed a Doc whose whitespace was edited
         # through from_array: diff review F4).
@@ -314,7 +325,7 @@ class Privatizer:
         mechanism = self.mechanism
         try:
             selection = None if select is None else self.settings.selection_label()
-            results = privatize_tokenized(texts, mechanism, selection)
+            results = privatize_tokenized(texts, mechanism, selection, mask=self.settings.mask)
         except OOVError as error:  # its index counts docs of this batch, not of the stream
             if error.document is None or not in_batch:
                 raise
@@ -496,6 +507,8 @@ class Privatizer:
             raise ValueError("not a saved dxp_privatizer configuration (unknown format)")
         fingerprint = state.get("embeddings_fingerprint")
         saved, current = state["config"], self.cfg
+        if isinstance(saved, dict) and "mask" not in saved:  # saved before masks existed
+            saved = {**saved, "mask": None}
         if fingerprint is not None:
             # The moved embeddings file: the fingerprint, checked on first use, proves it
             # holds the same table (without one, a new path could hold other vectors).
@@ -559,7 +572,7 @@ class Privatizer:
             state["_accountant"] = built.accountant  # assigned to it, or the component's
         state["_mechanism"] = state["_built_settings"] = None
         state["_nlp"] = None  # a weak reference cannot be pickled
-        state["_select"] = None
+        state["_select"] = state["_mask"] = None
         state.pop("_select_resolved", None)
         state.pop("_lock", None)  # a lock cannot be pickled: __setstate__ makes a new one
         return state
@@ -577,8 +590,9 @@ class Privatizer:
         # is it resolved on first use (and that use fails, before any charge).
         try:
             self._select, self._select_resolved = self.settings.selector(), True
+            self._mask = self.settings.masker()
         except ValueError:  # an unknown name, or a plugin that failed to load (PluginLoadError)
-            self._select, self._select_resolved = None, False
+            self._select, self._mask, self._select_resolved = None, None, False
         _install_extension(Token, self.token_attr)
         _install_extension(Doc, self.doc_attr)
         _install_extension(Doc, self.guarantee_attr)
@@ -602,6 +616,8 @@ class Privatizer:
             shown.append(f"oov={settings.oov!r}")
         if settings.restricted:
             shown.append(f"selection={settings.selection_label()!r}")
+        if settings.mask is not None:
+            shown.append(f"mask={settings.mask!r}")
         shown += [f"mode={self.mode!r}", f"rng={self._random.mode!r}"]
         return f"Privatizer({', '.join(shown)})"
 
