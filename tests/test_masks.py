@@ -1,0 +1,358 @@
+"""``mask=``: identifiers replaced by ``[...]`` before privatizing, the same in every door
+(open work 31): whole tokens, one placeholder per run, never released, never counted as raw
+words, recorded in the guarantee; real spaCy tokenizer and real GloVe rows throughout."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+
+import pytest
+import spacy
+from sklearn.base import clone
+
+import dxp_plugins as dxp
+from dxp_plugins import TextPrivatizer, masks
+from dxp_plugins import text as text_module
+from dxp_plugins.cli import main as cli_main
+from dxp_plugins.text import (
+    TokenizedText,
+    pieces,
+    privatize_all,
+    privatize_text,
+    privatize_texts,
+    selected_token_offset,
+    tokenize,
+)
+from tests.door_fixtures import register
+
+TICKET = (
+    "Call me on +44 20 7946 0958 or mail sarah.j@example.com about order 48213, "
+    "placed 03/14/2024 (see https://shop.example/o/48213)."
+)
+#: What the ticket must never show once masked (any part of an identifier).
+HIDDEN = ["+44", "7946", "0958", "sarah", "example", "48213", "2024", "03/14", "https", "shop"]
+GLOVE = {"embeddings": "glove-6b-50d", "vocab_size": 2000}
+
+
+def skeleton(text: str) -> list[str]:
+    """The text with every privatized word as ``w``: where the placeholders are."""
+    return re.sub(r"[^\s()\[\].,]+", "w", text).split()
+
+
+# -- the mask itself --------------------------------------------------------------------------
+def test_the_identifiers_mask_finds_the_recipe_shapes():
+    found = [TICKET[a:b] for a, b in masks.identifiers(TICKET)]
+    assert found == [
+        "+44 20 7946 0958",
+        "sarah.j@example.com",
+        "48213",
+        "03/14/2024",
+        "https://shop.example/o/48213",
+    ]
+    for shape in ["AB-48213", "h2o", "4th", "Mary.O'Brien@corp.example", "WWW.Example.ORG/x"]:
+        assert [shape[a:b] for a, b in masks.identifiers(shape)] == [shape], shape
+    assert list(masks.identifiers("no identifier here, Alice.")) == []
+    assert [TICKET[a:b] for a, b in masks.emails(TICKET)] == ["sarah.j@example.com"]
+    assert [TICKET[a:b] for a, b in masks.urls(TICKET)] == ["https://shop.example/o/48213"]
+    assert "48213" in [TICKET[a:b] for a, b in masks.numbers(TICKET)]
+    assert masks.identifiers.__doc__ and masks.emails.__doc__  # shown by registry.describe
+
+
+def test_a_span_cutting_a_token_hides_the_whole_token_in_one_placeholder():
+    tokens = tokenize("send it to bob@corp.example now, please")
+    text = "send it to bob@corp.example now, please"
+    cut = text.index("corp")  # a span from the middle of the address into "now"
+    masked = masks.apply_mask(tokens, [(cut, text.index("now") + 1)])
+    assert masked.words == ["send", "it", "to", "[...]", "", ",", "please"]
+    assert masked.spaces == [" ", " ", " ", "", "", " ", ""]  # the run's last whitespace
+    assert masked.selected == [True, True, True, False, False, False, True]
+    assert masked.masked == 1
+    assert masks.apply_mask(tokens, []) is tokens  # nothing found: the same object
+    assert masks.apply_mask(tokens, [(4, 5)]) is tokens  # whitespace only: nothing hidden
+    two = masks.apply_mask(tokens, [(0, 2), (1, 3), (text.index("please"), len(text))])
+    assert two.words[0] == "[...]" and two.words[-1] == "[...]" and two.masked == 2
+
+
+def test_a_registered_mask_cutting_mid_token_masks_the_whole_token(monkeypatch, glove_5k):
+    """``ari`` inside ``Maria``: the whole word goes, never ``M`` or ``ia`` or the word."""
+    register(monkeypatch, "masks", "ari-test", masks.regex_mask("ari"))
+    mech = dxp.Madlib(glove_5k, epsilon=200.0)  # a word comes out as itself at this epsilon
+    assert "maria" in glove_5k
+    texts = ["Call Maria today"] * 50
+    plain = [r.text for r in privatize_texts(texts, mech)]
+    assert sum("maria" in out for out in plain) > 40  # without the mask it survives
+    private = list(privatize_texts(texts, mech, mask="ari-test"))
+    for result in private:
+        assert result.text.split()[1] == "[...]" and "ar" not in result.text.lower()
+        assert result.guarantee.mask == "ari-test" and result.guarantee.spans_masked == 1
+
+
+# -- the same in every door -------------------------------------------------------------------
+def test_the_ticket_is_masked_identically_in_every_door(tmp_path):
+    """Seeded on purpose: the same draws in every door mean the same tokens were masked."""
+    seed, epsilon = 2024, 3.0
+    nlp = spacy.blank("en")
+    config = {"epsilon": epsilon, "vocab_size": 2000, "seed": seed, "mask": "identifiers"}
+    nlp.add_pipe("dxp_privatizer", config=config)
+    doc = nlp(TICKET)
+    replace = spacy.blank("en")
+    replace.add_pipe("dxp_privatizer", config={**config, "mode": "replace"})
+    replaced = replace(TICKET)
+    step = TextPrivatizer(epsilon=epsilon, vocab_size=2000, random_state=seed, mask="identifiers")
+    (sklearn_out,) = step.fit_transform([TICKET])
+    source, target, report = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "r.json"
+    source.write_text(TICKET + "\n", encoding="utf-8")
+    args = ["privatize", str(source), "-o", str(target), "--report", str(report)]
+    args += ["--epsilon", str(epsilon), "--vocab-size", "2000", "--seed", str(seed)]
+    assert cli_main([*args, "--mask", "identifiers"]) == 0
+    cli_out = target.read_text(encoding="utf-8").rstrip("\n")
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=2000)
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        mech = dxp.Madlib(table, epsilon=epsilon, random_state=seed)
+    function_out = privatize_text(TICKET, mech, mask="identifiers")
+
+    outputs = [doc._.dxp_text, replaced.text, sklearn_out, cli_out, function_out.text]
+    assert len(set(outputs[:4])) == 1, outputs
+    for out in outputs:
+        assert out.count("[...]") == 5, out
+        assert skeleton(out) == skeleton(outputs[0])
+        assert not [part for part in HIDDEN if part in out], out
+    records = [
+        doc._.dxp_guarantee,
+        replaced._.dxp_guarantee,
+        step.last_guarantee_.to_dict(),
+        json.loads(report.read_text())["guarantee"],
+    ]
+    assert all(record == records[0] for record in records)
+    assert records[0]["mask"] == "identifiers" and records[0]["spans_masked"] == 5
+    assert records[0]["words_passed_through"] == 0
+    assert function_out.guarantee.to_dict() == records[0]
+    # The component: the placeholder on the run's first token, "" on the rest.
+    values = [token._.dxp_text for token in doc]
+    assert values.count("[...]") == 5 and all(v for v in values if v != "")
+    phone = [token._.dxp_text for token in doc[3:7]]
+    assert [t.text for t in doc[3:7]] == ["+44", "20", "7946", "0958"]
+    assert phone == ["[...]", "", "", ""]
+    assert [t.text for t in replaced].count("[...]") == 5
+
+
+def test_a_glove_email_row_never_comes_out_when_masked():
+    """``mikell@nytimes.com`` is a row of GloVe's first 100k words: privatized, it comes out
+    as itself most of the time at a large epsilon; masked, never."""
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=100_000)
+    address = "mikell@nytimes.com"
+    assert address in table
+    texts = [f"write to {address} today"] * 300
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        mech = dxp.Madlib(table, epsilon=60.0, random_state=7)
+    plain = [r.text for r in privatize_texts(texts, mech)]
+    assert sum(address in out for out in plain) > 150
+    for name in ("identifiers", "emails"):
+        private = list(privatize_texts(texts, mech, mask=name))
+        assert not [r.text for r in private if "@" in r.text or "mikell" in r.text]
+        total = dxp.Guarantee.combine(r.guarantee for r in private)
+        assert total.spans_masked == 300 and total.tokens_privatized == 900
+        assert total.words_passed_through == 0 and total.mask == name
+
+
+def test_masked_tokens_are_never_raw_words_even_where_a_selection_releases_words_raw(
+    monkeypatch, glove_5k
+):
+    """A token filter selecting nothing releases every word raw (counted as such); the mask
+    still hides its tokens, which are then neither released nor counted as raw words."""
+    register(monkeypatch, "token_filters", "nothing-test", lambda token: False)
+    text = "order 48213 shipped to bob@corp.example on 2024-03-14 today"
+    nlp = spacy.blank("en")
+    nlp.add_pipe(
+        "dxp_privatizer",
+        config={"epsilon": 5.0, "vocab_size": 5000, "token_filter": "nothing-test"},
+    )
+    unmasked = nlp(text)
+    assert unmasked._.dxp_text == text  # every word raw: the selection's choice
+    assert unmasked._.dxp_guarantee["words_passed_through"] == 10  # and the two "-"
+    masked_nlp = spacy.blank("en")
+    masked_nlp.add_pipe(
+        "dxp_privatizer",
+        config={
+            "epsilon": 5.0,
+            "vocab_size": 5000,
+            "token_filter": "nothing-test",
+            "mask": "identifiers",
+        },
+    )
+    privatizer = masked_nlp.get_pipe("dxp_privatizer")
+    doc = masked_nlp(text)
+    assert doc._.dxp_text == "order [...] shipped to [...] on [...] today"
+    record = doc._.dxp_guarantee
+    assert record["words_passed_through"] == 5 and record["spans_masked"] == 3
+    assert record["tokens_passed_through"] == 8 and record["tokens_privatized"] == 0
+    assert privatizer.accountant.words_released_raw == 5
+    # The text path: every default word privatized, placeholders counted as passed through.
+    mech = dxp.Madlib(glove_5k, epsilon=5.0)
+    result = privatize_text(text, mech, mask="identifiers")
+    assert result.guarantee.words_passed_through == 0 and mech.accountant.words_released_raw == 0
+    assert result.guarantee.tokens_passed_through == 3 == result.guarantee.spans_masked
+    assert result.guarantee.tokens_privatized == 5
+
+
+# -- settings: saved, cloned, refused ---------------------------------------------------------
+def test_the_spacy_component_saves_and_loads_its_mask(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("dxp_privatizer", config={"epsilon": 3.0, "vocab_size": 2000, "mask": "urls"})
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    component = loaded.get_pipe("dxp_privatizer")
+    assert component.cfg["mask"] == "urls" and "mask='urls'" in repr(component)
+    doc = loaded("see https://shop.example/o/48213 now")
+    assert doc._.dxp_text.split()[1] == "[...]" and doc._.dxp_guarantee["mask"] == "urls"
+    copy = pickle.loads(pickle.dumps(component))
+    assert copy.settings.mask == "urls" and copy._mask.name == "urls"
+    # Loading the saved settings over another mask is refused, as for any other setting.
+    with pytest.raises(ValueError, match="mask: saved 'urls', configured 'emails'"):
+        spacy.load(tmp_path / "pipeline", config={"components.dxp_privatizer.mask": "emails"})
+    # A component saved before masks existed (no "mask" in its cfg) still loads.
+    saved = json.loads((tmp_path / "pipeline" / "dxp_privatizer" / "cfg").read_text())
+    del saved["config"]["mask"]
+    plain = spacy.blank("en")
+    plain.add_pipe("dxp_privatizer", config={"epsilon": 3.0, "vocab_size": 2000})
+    plain.get_pipe("dxp_privatizer")._load_state(saved)
+    assert plain.get_pipe("dxp_privatizer").settings.mask is None
+
+
+def test_text_privatizer_takes_mask_as_a_parameter(glove_5k):
+    step = TextPrivatizer(epsilon=3.0, embeddings=glove_5k, mask="numbers")
+    assert step.get_params()["mask"] == "numbers"
+    twin = clone(step)
+    assert twin.get_params()["mask"] == "numbers"
+    out = twin.fit_transform(["order 48213 now", "nothing to hide"])
+    assert out[0].split()[1] == "[...]" and "[...]" not in out[1]
+    assert twin.last_guarantee_.mask == "numbers" and twin.last_guarantee_.spans_masked == 1
+    twin.set_params(mask="emails")
+    with pytest.raises(ValueError, match="parameters changed since fit"):
+        twin.transform(["x"])
+    restored = pickle.loads(pickle.dumps(step.fit(None)))
+    assert restored.transform(["call 8675309"])[0].split()[1] == "[...]"
+
+
+def test_unknown_masks_are_refused_in_every_door_naming_the_known_ones(tmp_path, glove_5k, capsys):
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    known = "emails, identifiers, numbers, urls"
+    with pytest.raises(ValueError, match=f"mask: unknown name 'ids'; available: {known}"):
+        privatize_text("x", mech, mask="ids")
+    with pytest.raises(ValueError, match="unknown name 'ids'"):
+        list(privatize_texts(["x"], mech, mask="ids"))
+    with pytest.raises(ValueError, match="unknown name 'ids'"):
+        privatize_all(["x"], mech, mask="ids")
+    with pytest.raises(TypeError, match="mask must be"):
+        privatize_text("x", mech, mask=re.compile("x"))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=f"mask: unknown name 'ids'; available: {known}"):
+        TextPrivatizer(epsilon=3.0, embeddings=glove_5k, mask="ids").fit(None)
+    with pytest.raises(ValueError, match="unknown name 'ids'"):
+        spacy.blank("en").add_pipe("dxp_privatizer", config={"epsilon": 3.0, "mask": "ids"})
+    assert mech.accountant.spent == 0
+    source = tmp_path / "in.txt"
+    source.write_text("order 48213\n")
+    assert cli_main(["privatize", str(source), "--epsilon", "3", "--mask", "ids"]) != 0
+    assert f"--mask: unknown name 'ids'; available: {known}" in capsys.readouterr().err
+
+
+def test_a_mask_giving_bad_spans_is_refused_before_any_spend(monkeypatch, glove_5k):
+    register(monkeypatch, "masks", "outside-test", lambda text: [(0, len(text) + 5)])
+    register(monkeypatch, "masks", "words-test", lambda text: [5])
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    with pytest.raises(ValueError, match="outside the text"):
+        privatize_text("hello there", mech, mask="outside-test")
+    with pytest.raises(TypeError, match=r"must give \(start, end\) pairs"):
+        privatize_text("hello there", mech, mask="words-test")
+    assert mech.accountant.spent == 0
+
+
+# -- the record -------------------------------------------------------------------------------
+def test_the_record_names_the_mask_and_records_of_different_masks_do_not_merge(glove_5k):
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    ids = privatize_text(TICKET, mech, mask="identifiers").guarantee
+    assert "Mask 'identifiers' replaced 5 runs of tokens by [...]" in ids.statement
+    assert dxp.Guarantee.from_dict(ids.to_dict()) == ids
+    urls = privatize_text(TICKET, mech, mask="urls").guarantee
+    plain = privatize_text(TICKET, mech).guarantee
+    assert urls.spans_masked == 1 and plain.mask is None and "Mask" not in plain.statement
+    for other in (urls, plain):
+        with pytest.raises(ValueError, match="cannot merge guarantees with different mask"):
+            ids.merge(other)
+        with pytest.raises(ValueError, match="different mask"):
+            dxp.Guarantee.combine([ids, ids, other])
+    both = dxp.Guarantee.combine([ids, ids])
+    assert both.spans_masked == 10 and both.releases == 2
+    empty = privatize_text("   ", mech, mask="identifiers").guarantee
+    assert empty.mask == "identifiers" and empty.spans_masked == 0
+    old = {key: value for key, value in plain.to_dict().items() if key not in ("mask",)}
+    del old["spans_masked"]
+    assert dxp.Guarantee.from_dict(old) == plain  # a record written before masks existed
+    with pytest.raises(ValueError, match="spans_masked must be 0 when mask is None"):
+        dxp.Guarantee.from_dict({**plain.to_dict(), "spans_masked": 1, "statement": "x"})
+
+
+def test_nothing_released_records_the_mask(tmp_path, glove_5k):
+    step = TextPrivatizer(epsilon=3.0, embeddings=glove_5k, mask="identifiers")
+    step.fit_transform([])
+    assert step.last_guarantee_.mask == "identifiers" and step.last_guarantee_.releases == 0
+
+
+# -- long texts, OOV positions, the default -------------------------------------------------------
+def test_a_long_text_is_masked_whole_across_its_pieces(monkeypatch, glove_5k):
+    """Long texts are privatized in pieces: the mask's spans are found on the whole text,
+    and no piece is cut inside a span (a phone number stays one placeholder)."""
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 64)
+    line = "call +44 20 7946 0958 or mail bob@corp.example today please "
+    text = line * 40
+    spans = masks.IDENTIFIERS.finditer(text)
+    bounds = [m.span() for m in spans]
+    cut = 0
+    for piece in pieces(text, 64, bounds):
+        cut += len(piece)
+        assert not [a for a, b in bounds if a < cut < b]
+    assert cut == len(text)
+    plain_cuts = []
+    at = 0
+    for piece in pieces(text, 64):
+        at += len(piece)
+        plain_cuts.append(at)
+    assert any(a < c < b for c in plain_cuts for a, b in bounds)  # a cut the mask moved
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    result = privatize_text(text, mech, mask="identifiers")
+    assert result.text.count("[...]") == 80 and result.guarantee.spans_masked == 80
+    assert "7946" not in result.text and "corp" not in result.text
+    assert result.guarantee.releases == 1 and result.guarantee.words_passed_through == 0
+    capped = dxp.Madlib(glove_5k, epsilon=3.0, accountant=dxp.Accountant(cap=1e9))
+    (again,) = privatize_all([text], capped, mask="identifiers")
+    assert again.guarantee.spans_masked == 80
+    assert capped.accountant.tokens_privatized == again.guarantee.tokens_privatized
+
+
+def test_oov_positions_count_the_masked_tokens_as_placeholders(glove_5k):
+    text = "call 48213 or zzqqxxv now"
+    assert selected_token_offset(text, 2) == text.index("or")
+    assert selected_token_offset(text, 2, mask="numbers") == text.index("zzqqxxv")
+    mech = dxp.Madlib(glove_5k, epsilon=3.0, oov="raise")
+    with pytest.raises(dxp.OOVError) as raised:
+        privatize_text(text, mech, mask="numbers")
+    assert raised.value.token == 2  # call, or, zzqqxxv: the number is not privatized
+
+
+def test_no_mask_costs_nothing(monkeypatch, glove_5k):
+    """The default never reaches the masking code."""
+
+    def fail(*args, **kwargs):
+        raise AssertionError("mask code ran without a mask")
+
+    monkeypatch.setattr(text_module, "mask_tokens", fail)
+    monkeypatch.setattr(masks, "apply_mask", fail)
+    monkeypatch.setattr("dxp_plugins._tokenization.mask_tokens", fail)
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    assert privatize_text(TICKET, mech).guarantee.mask is None
+    nlp = spacy.blank("en")
+    nlp.add_pipe("dxp_privatizer", config={"epsilon": 3.0, "vocab_size": 2000})
+    assert nlp(TICKET)._.dxp_guarantee["mask"] is None
+    assert isinstance(tokenize(TICKET), TokenizedText)
