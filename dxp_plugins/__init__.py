@@ -63,6 +63,7 @@ _SUBMODULES = (
     "estimators",
     "guarantee",
     "lplp",
+    "masks",
     "mechanisms",
     "neighbors",
     "pipeline",

@@ -22,6 +22,7 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("dxp_plugins.mechanisms", "Madlib, TEM, BRR and the mechanism registry."),
     ("dxp_plugins.embeddings", "Embedding tables and their loaders."),
     ("dxp_plugins.text", "The text path every door uses: tokenize, select, privatize."),
+    ("dxp_plugins.masks", "Masks: identifiers replaced by `[...]` before privatizing."),
     ("dxp_plugins.estimators", "scikit-learn transformers."),
     ("dxp_plugins.pipeline", "The spaCy component `dxp_privatizer`."),
     ("dxp_plugins.lplp", "LPLP: private bag-of-words counts (groupings, calibration, release)."),
