@@ -123,6 +123,7 @@ def _key_value(text: str) -> tuple[str, Any]:
 EXAMPLES = """examples:
   dxp privatize notes.txt --epsilon 3 --report guarantee.json    # a document per line
   dxp privatize data.jsonl --field text --epsilon 3 -o private.jsonl
+  dxp privatize tickets.jsonl --field body --epsilon 3 --mask identifiers -o private.jsonl
   dxp privatize notes.txt --mechanism tem --epsilon 2 --beta 0.001
   dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 100 --out calib/
   dxp embeddings list
