@@ -257,9 +257,9 @@ def tokenize_batch(
 def mask_tokens(doc: TokenizedText, mask: Mask) -> TokenizedText:
     """``doc`` with what ``mask`` finds in its text (its words and whitespace joined, so the
     offsets are those of the tokens in every door) hidden (:func:`dxp_plugins.masks.apply_mask`)."""
-    from .masks import apply_mask
+    from .masks import apply_mask, visible_spans
 
-    return apply_mask(doc, mask.spans(detokenize(doc.words, doc.spaces)))
+    return apply_mask(doc, visible_spans(mask, detokenize(doc.words, doc.spaces)))
 
 
 #: How many public words (the first of the mechanism's table in frequency order) the shared

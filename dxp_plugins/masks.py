@@ -16,7 +16,9 @@ in :data:`dxp_plugins.registry.masks` (entry-point group ``dxp_plugins_masks``);
 
 **What masking does** (:func:`apply_mask`, one implementation for every door, on the tokens
 and their offsets). The spans are found on the text as tokenized (composed to NFC by the
-library's doors; the Doc's text in the spaCy component). Every token that overlaps a span
+library's doors; the Doc's text in the spaCy component), without the invisible characters
+that vocabulary lookup drops (:func:`visible_spans`): that is the text a mask function is
+given. Every token that overlaps a span
 is hidden, whole: a span that cuts a token in two hides the whole token, never a part of
 it (a partial mask is worse than none: ``Mary.O'Brien@...`` cut after ``O'`` would leave
 ``Mary``, a vocabulary word). The tokens a span overlaps, from the first to the last, become
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._normalize import is_invisible
+from ._normalize import INVISIBLE, is_invisible, without_invisible
 
 if TYPE_CHECKING:
     from ._tokenization import TokenizedText
@@ -63,6 +65,7 @@ __all__ = [
     "regex_mask",
     "resolve_mask",
     "urls",
+    "visible_spans",
 ]
 
 #: A mask: ``text -> iterable of (start, end)`` character spans to hide.
@@ -163,6 +166,18 @@ def resolve_mask(name: Any, setting: str = "mask") -> Mask | None:
     from . import registry
 
     return Mask(name, registry.resolve(registry.masks, name, setting=setting))
+
+
+def visible_spans(mask: Mask, text: str) -> list[tuple[int, int]]:
+    """``mask``'s spans of ``text`` read without the invisible characters that lookup drops
+    (:data:`~dxp_plugins._normalize.INVISIBLE`), as offsets into ``text``: a zero-width
+    space inside ``sarah.j@exa\u200bmple.com``, which the vocabulary lookup ignores, does not
+    hide the address from the mask. (A Python loop only for a text holding such a mark.)"""
+    seen = without_invisible(text)
+    if len(seen) == len(text):
+        return mask.spans(text)
+    kept = [i for i, char in enumerate(text) if char not in INVISIBLE]
+    return [(kept[a], kept[b - 1] + 1) for a, b in mask.spans(seen)]
 
 
 def apply_mask(doc: TokenizedText, spans: Iterable[tuple[int, int]]) -> TokenizedText:

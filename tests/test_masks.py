@@ -89,6 +89,19 @@ def test_a_registered_mask_cutting_mid_token_masks_the_whole_token(monkeypatch, 
         assert result.guarantee.mask == "ari-test" and result.guarantee.spans_masked == 1
 
 
+def test_an_invisible_mark_inside_an_identifier_does_not_hide_it_from_the_mask(glove_5k):
+    """Lookup drops zero-width characters, so ``mikell@nyt<ZWSP>imes.com`` finds the GloVe
+    row; the mask reads the text without them too, and hides the whole token."""
+    text = "mail sarah.j@exa\u200bmple.com or call 555\u200b0199 today"
+    spans = masks.visible_spans(masks.Mask("identifiers", masks.identifiers), text)
+    assert [text[a:b] for a, b in spans] == ["sarah.j@exa\u200bmple.com", "555\u200b0199"]
+    assert list(masks.identifiers(text)) != spans  # read as written, the address escapes
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    private = privatize_text(text, mech, mask="identifiers")
+    assert private.text.split()[1] == "[...]" and private.text.split()[4] == "[...]"
+    assert private.guarantee.spans_masked == 2
+
+
 # -- the same in every door -------------------------------------------------------------------
 def test_the_ticket_is_masked_identically_in_every_door(tmp_path):
     """Seeded on purpose: the same draws in every door mean the same tokens were masked."""
