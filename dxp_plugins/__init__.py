@@ -131,6 +131,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for type checkers
     from . import estimators as estimators
     from . import guarantee as guarantee
     from . import lplp as lplp
+    from . import masks as masks
     from . import mechanisms as mechanisms
     from . import neighbors as neighbors
     from . import pipeline as pipeline

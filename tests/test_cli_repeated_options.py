@@ -74,6 +74,7 @@ PRIVATIZE_OPTIONS = [
     (["--seed"], "1"),
     (["--spacy-model"], "en_core_web_sm"),
     (["--token-filter"], "x.v1"),
+    (["--mask"], "identifiers"),
     (["--format"], "jsonl"),
     (["--null"], "keep"),
     (["--unit"], "line"),
