@@ -89,6 +89,35 @@ NUMBERS = re.compile(_NUMBER)
 #: All three: e-mail addresses first, then URLs, then numbers and words holding digits.
 IDENTIFIERS = re.compile(f"{_EMAIL}|{_URL}|{_NUMBER}")
 
+#: What each part needs to match at all: an ``@``, a URL's start, a digit. A text without
+#: one is searched without that part, which finds the same spans (the part could not match
+#: anywhere) in a fraction of the time: the e-mail part alone cost ~25 us per sentence.
+_URL_START = re.compile(r"(?i:https?://|www\.)")
+_DIGIT = re.compile(r"\d")
+_PARTS = (_EMAIL, _URL, _NUMBER)
+_COMBINED: dict[tuple[bool, bool, bool], re.Pattern[str] | None] = {
+    (email, url, number): (
+        re.compile("|".join(p for p, on in zip(_PARTS, (email, url, number), strict=True) if on))
+        if email or url or number
+        else None
+    )
+    for email in (False, True)
+    for url in (False, True)
+    for number in (False, True)
+}
+
+
+def _search(text: str, email: bool, url: bool, number: bool) -> Iterable[tuple[int, int]]:
+    """The spans of the parts asked for (in IDENTIFIERS' order) that ``text`` can hold."""
+    pattern = _COMBINED[
+        (
+            email and "@" in text,
+            url and _URL_START.search(text) is not None,
+            number and _DIGIT.search(text) is not None,
+        )
+    ]
+    return () if pattern is None else (match.span() for match in pattern.finditer(text))
+
 
 def regex_mask(pattern: str | re.Pattern[str], flags: int = 0) -> MaskFunction:
     """A mask hiding every match of ``pattern`` (empty matches hide nothing)."""
@@ -103,22 +132,22 @@ def regex_mask(pattern: str | re.Pattern[str], flags: int = 0) -> MaskFunction:
 
 def identifiers(text: str) -> Iterable[tuple[int, int]]:
     """E-mail addresses, URLs, numbers (phones, dates, cards) and words holding digits."""
-    return (match.span() for match in IDENTIFIERS.finditer(text))
+    return _search(text, True, True, True)
 
 
 def emails(text: str) -> Iterable[tuple[int, int]]:
     """E-mail addresses."""
-    return (match.span() for match in EMAILS.finditer(text))
+    return _search(text, True, False, False)
 
 
 def urls(text: str) -> Iterable[tuple[int, int]]:
     """URLs starting http://, https:// or www."""
-    return (match.span() for match in URLS.finditer(text))
+    return _search(text, False, True, False)
 
 
 def numbers(text: str) -> Iterable[tuple[int, int]]:
     """Numbers, phones, dates, card numbers and words holding digits (IDs)."""
-    return (match.span() for match in NUMBERS.finditer(text))
+    return _search(text, False, False, True)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ import re
 
 import pytest
 import spacy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 
 import dxp_plugins as dxp
@@ -58,6 +60,49 @@ def test_the_identifiers_mask_finds_the_recipe_shapes():
     assert [TICKET[a:b] for a, b in masks.urls(TICKET)] == ["https://shop.example/o/48213"]
     assert "48213" in [TICKET[a:b] for a, b in masks.numbers(TICKET)]
     assert masks.identifiers.__doc__ and masks.emails.__doc__  # shown by registry.describe
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "Z",
+                "7",
+                "@",
+                ".",
+                " ",
+                "-",
+                "/",
+                "(",
+                ")",
+                "+",
+                "'",
+                ",",
+                "www.",
+                "HTTP://",
+                "https://",
+                "x@y.org",
+                "é",
+                "\u200b",
+                "4th",
+                "AB-1",
+            ]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_the_built_in_masks_find_what_their_patterns_find(text):
+    """Each built-in skips the parts its text cannot hold (no "@", no digit, no URL start):
+    the spans must be exactly those of the whole pattern."""
+    for find, pattern in [
+        (masks.identifiers, masks.IDENTIFIERS),
+        (masks.emails, masks.EMAILS),
+        (masks.urls, masks.URLS),
+        (masks.numbers, masks.NUMBERS),
+    ]:
+        assert list(find(text)) == [m.span() for m in pattern.finditer(text)], (find, text)
 
 
 def test_a_span_cutting_a_token_hides_the_whole_token_in_one_placeholder():
