@@ -389,7 +389,7 @@ def test_a_long_text_is_masked_whole_across_its_pieces(monkeypatch, glove_5k):
     assert capped.accountant.tokens_privatized == again.guarantee.tokens_privatized
 
 
-def test_oov_positions_count_the_masked_tokens_as_placeholders(glove_5k):
+def test_oov_positions_count_the_masked_tokens_as_placeholders(glove_5k, tmp_path, capsys):
     text = "call 48213 or zzqqxxv now"
     assert selected_token_offset(text, 2) == text.index("or")
     assert selected_token_offset(text, 2, mask="numbers") == text.index("zzqqxxv")
@@ -397,6 +397,13 @@ def test_oov_positions_count_the_masked_tokens_as_placeholders(glove_5k):
     with pytest.raises(dxp.OOVError) as raised:
         privatize_text(text, mech, mask="numbers")
     assert raised.value.token == 2  # call, or, zzqqxxv: the number is not privatized
+    source = tmp_path / "in.txt"
+    source.write_text(text + "\n")
+    args = ["privatize", str(source), "--epsilon", "3", "--vocab-size", "5000", "--oov", "raise"]
+    assert cli_main([*args, "--mask", "numbers"]) != 0
+    assert "out-of-vocabulary token at character 15 of the line" in capsys.readouterr().err
+    assert cli_main(args) != 0
+    assert "at character 6 of the line" in capsys.readouterr().err  # the number, unmasked
 
 
 def test_no_mask_costs_nothing(monkeypatch, glove_5k):
