@@ -147,6 +147,17 @@ def test_an_invisible_mark_inside_an_identifier_does_not_hide_it_from_the_mask(g
     assert private.guarantee.spans_masked == 2
 
 
+def test_a_pattern_stopping_at_an_apostrophe_still_hides_the_whole_address():
+    """The diff review's case: a pattern that stops at ``'`` left ``Mary`` (a vocabulary word)
+    when it replaced text before tokenizing; on tokens it hides the whole token."""
+    from dxp_plugins._tokenization import mask_tokens
+
+    text = "write to Mary.O'Brien@corp.example now"
+    short = masks.Mask("short", masks.regex_mask(r"[^\s@']+@[\w.-]+"))
+    assert [text[a:b] for a, b in short.spans(text)] == ["Brien@corp.example"]
+    assert mask_tokens(tokenize(text), short).words == ["write", "to", "[...]", "now"]
+
+
 # -- the same in every door -------------------------------------------------------------------
 def test_the_ticket_is_masked_identically_in_every_door(tmp_path):
     """Seeded on purpose: the same draws in every door mean the same tokens were masked."""
