@@ -16,9 +16,9 @@ in :data:`dxp_plugins.registry.masks` (entry-point group ``dxp_plugins_masks``);
 
 **What masking does** (:func:`apply_mask`, one implementation for every door, on the tokens
 and their offsets). The spans are found on the text as tokenized (composed to NFC by the
-library's doors; the Doc's text in the spaCy component), without the invisible characters
-that vocabulary lookup drops (:func:`visible_spans`): that is the text a mask function is
-given. Every token that overlaps a span
+library's doors; the Doc's text in the spaCy component) as vocabulary lookup reads it:
+without the invisible characters lookup drops and in NFKC form (:func:`visible_spans`), the
+text a mask function is given. Every token that overlaps a span
 is hidden, whole: a span that cuts a token in two hides the whole token, never a part of
 it (a partial mask is worse than none: ``Mary.O'Brien@...`` cut after ``O'`` would leave
 ``Mary``, a vocabulary word). The tokens a span overlaps, from the first to the last, become
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -198,15 +199,26 @@ def resolve_mask(name: Any, setting: str = "mask") -> Mask | None:
 
 
 def visible_spans(mask: Mask, text: str) -> list[tuple[int, int]]:
-    """``mask``'s spans of ``text`` read without the invisible characters that lookup drops
-    (:data:`~dxp_plugins._normalize.INVISIBLE`), as offsets into ``text``: a zero-width
-    space inside ``sarah.j@exa\u200bmple.com``, which the vocabulary lookup ignores, does not
-    hide the address from the mask. (A Python loop only for a text holding such a mark.)"""
-    seen = without_invisible(text)
-    if len(seen) == len(text):
+    """``mask``'s spans of ``text`` read as vocabulary lookup reads a word, mapped back to
+    offsets into ``text``: without the invisible characters lookup drops
+    (:data:`~dxp_plugins._normalize.INVISIBLE`) and in NFKC compatibility form, character
+    by character (full-width U+FF20 and U+FF0E are ``@`` and ``.``). An address written with a
+    zero-width space or full-width marks, which lookup still finds as a vocabulary row,
+    does not escape the mask. ASCII text and text already in that form are read as they
+    are; only the others go through a Python loop over their characters."""
+    if text.isascii() or (
+        unicodedata.is_normalized("NFKC", text) and len(without_invisible(text)) == len(text)
+    ):
         return mask.spans(text)
-    kept = [i for i, char in enumerate(text) if char not in INVISIBLE]
-    return [(kept[a], kept[b - 1] + 1) for a, b in mask.spans(seen)]
+    forms: list[str] = []
+    origin: list[int] = []  # for each character read, where it is in ``text``
+    for position, char in enumerate(text):
+        if char in INVISIBLE:
+            continue
+        form = char if char.isascii() else unicodedata.normalize("NFKC", char)
+        forms.append(form)
+        origin.extend([position] * len(form))
+    return [(origin[a], origin[b - 1] + 1) for a, b in mask.spans("".join(forms))]
 
 
 def apply_mask(doc: TokenizedText, spans: Iterable[tuple[int, int]]) -> TokenizedText:

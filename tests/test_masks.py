@@ -145,6 +145,12 @@ def test_an_invisible_mark_inside_an_identifier_does_not_hide_it_from_the_mask(g
     private = privatize_text(text, mech, mask="identifiers")
     assert private.text.split()[1] == "[...]" and private.text.split()[4] == "[...]"
     assert private.guarantee.spans_masked == 2
+    # Full-width @ and . (U+FF20, U+FF0E): lookup reads the address as the GloVe row.
+    wide = "write to mikell\uff20nytimes\uff0ecom or \uff14\uff12 now"
+    found = masks.visible_spans(masks.Mask("identifiers", masks.identifiers), wide)
+    assert [wide[a:b] for a, b in found] == ["mikell\uff20nytimes\uff0ecom", "\uff14\uff12"]
+    assert [wide[a:b] for a, b in masks.identifiers(wide)] == ["\uff14\uff12"]  # as written
+    assert privatize_text(wide, mech, mask="emails").text.split()[2] == "[...]"
 
 
 def test_a_pattern_stopping_at_an_apostrophe_still_hides_the_whole_address():
