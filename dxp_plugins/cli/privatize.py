@@ -306,7 +306,7 @@ def _located(
         number, context, texts = batch[index]
         field = args.fields[position] if context[0] == "json" else None
         text = texts[position]
-        raise _oov_error(label, number, field, text, error.token, select, nlp) from None
+        raise _oov_error(label, number, field, text, error.token, select, nlp, args.mask) from None
 
 
 def _oov_error(
@@ -317,11 +317,12 @@ def _oov_error(
     token: int | None,
     select: Any,
     nlp: Any,
+    mask: str | None,
 ) -> CLIError:
     """The OOV error located by line and character (counted from 1), never quoted."""
     from ..text import selected_token_offset
 
-    offset = None if token is None else selected_token_offset(text, token, select, nlp, args.mask)
+    offset = None if token is None else selected_token_offset(text, token, select, nlp, mask)
     if offset is None:
         return CLIError(f"{_place(label, number)}: out-of-vocabulary token under --oov raise")
     if number is None:  # --unit file: the line and character within the file
