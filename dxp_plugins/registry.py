@@ -274,7 +274,8 @@ def resolve(registry: catalogue.Registry, name: str, *, setting: str | None = No
         unknown = f"unknown {_kind(registry)}" if setting is None else f"{setting}: unknown name"
         hint = (
             f" (a {_kind(registry).replace('_', ' ')} registered in your own code exists once "
-            "that code has run: import its module first; spaCy's commands take it as --code)"
+            "that code has run: import its module first; dxp's and spaCy's commands take its file "
+            "as --code)"
             if registry is token_filters or registry is masks
             else ""
         )

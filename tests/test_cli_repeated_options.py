@@ -80,6 +80,7 @@ PRIVATIZE_OPTIONS = [
     (["--unit"], "line"),
     (["--batch-size"], "10"),
     (["--report"], "report.json"),
+    (["--code"], "mine.py"),
 ]
 
 #: Each single-valued option of ``dxp calibrate`` (its flags, a valid value).
@@ -106,6 +107,7 @@ CALIBRATE_OPTIONS = [
     (["--gamma"], "2"),
     (["--n-bits"], "64"),
     (["--seed"], "1"),
+    (["--code"], "mine.py"),
 ]
 
 

@@ -4,6 +4,7 @@ mechanisms.
     dxp privatize notes.txt --epsilon 10                 # one document per line
     dxp privatize data.jsonl --field text --epsilon 10   # JSON lines: writes the private field only
     dxp calibrate --mechanism madlib --epsilons 5,10,20,40 --words 100 --out DIR
+    dxp privatize tickets.txt --epsilon 3 --code my_masks.py --mask order-ids
     dxp embeddings list
 
 Errors are one line on stderr, without a traceback and without any input text: unexpected
@@ -18,6 +19,7 @@ import warnings
 from collections.abc import Sequence
 
 from ..errors import DxpError
+from .code import import_code
 from .parser import build_parser
 from .process import (
     PROG,
@@ -49,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.showwarning = _WarningPrinter()
+            if getattr(args, "code", None) is not None:  # before any registry is read
+                import_code(args.code)
             code: int = args.handler(args)
         return code
     except KeyboardInterrupt:

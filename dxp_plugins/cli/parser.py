@@ -339,7 +339,16 @@ def _help(parser: argparse.ArgumentParser) -> Any:
 
 
 def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
-    """Embeddings, search and mechanism options shared by ``privatize`` and ``calibrate``."""
+    """Embeddings, search and mechanism options shared by ``privatize`` and ``calibrate``
+    (and ``--code``, which can register any of them)."""
+    parser.add_argument(
+        "--code",
+        action=_Once,
+        metavar="FILE.py",
+        help="a Python file imported first, to register your own mask, token filter, "
+        "embeddings loader or mechanism by name (dxp.registry.<group>.register); it runs "
+        "as your code",
+    )
     parser.add_argument(
         "--embeddings",
         action=_Once,

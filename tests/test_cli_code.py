@@ -1,0 +1,142 @@
+"""``--code FILE``: a Python file the CLI imports first, registering a mask, a token filter,
+an embeddings loader or a mechanism without packaging it (open work 31)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dxp_plugins.cli import main as cli_main
+from dxp_plugins.cli.code import MODULE
+from tests.door_fixtures import own_registrations_undone
+
+TEXT = "please refund ORD-ab12x today, thanks\n"
+
+MASK_CODE = """\
+import dxp_plugins as dxp
+
+dxp.registry.masks.register("order-ids", func=dxp.masks.regex_mask(r"ORD-\\w+"))
+"""
+
+FILTER_CODE = """\
+import dxp_plugins as dxp
+
+@dxp.registry.token_filters.register("no-words")
+def no_words(token):
+    return False
+"""
+
+LOADER_CODE = """\
+import dxp_plugins as dxp
+
+@dxp.registry.embeddings.register("glove-2k")
+def glove_2k():
+    return dxp.load_embeddings("glove-6b-50d", vocab_size=2000)
+"""
+
+
+@pytest.fixture(autouse=True)
+def undone():
+    """What a --code file registers in this process is gone after the test."""
+    with own_registrations_undone():
+        yield
+    sys.modules.pop(MODULE, None)
+
+
+def _files(tmp_path, code: str, name: str = "mine.py"):
+    source = tmp_path / "in.txt"
+    source.write_text(TEXT)
+    module = tmp_path / name
+    module.write_text(code)
+    return source, module
+
+
+def test_a_mask_registered_in_code_hides_its_identifiers(tmp_path, capsys):
+    source, module = _files(tmp_path, MASK_CODE)
+    report = tmp_path / "report.json"
+    args = ["privatize", str(source), "--epsilon", "3", "--vocab-size", "5000"]
+    assert cli_main([*args, "--mask", "order-ids"]) == 1  # unknown without the code
+    assert "--code" in capsys.readouterr().err  # the hint names the option
+    code = ["--code", str(module), "--mask", "order-ids", "--report", str(report)]
+    assert cli_main([*args, *code]) == 0
+    out = capsys.readouterr().out
+    assert "[...]" in out and "ORD" not in out and "ab12x" not in out
+    record = json.loads(report.read_text())["guarantee"]
+    assert record["mask"] == "order-ids" and record["spans_masked"] == 1
+
+
+def test_a_token_filter_registered_in_code_chooses_the_words(tmp_path, capsys):
+    source, module = _files(tmp_path, FILTER_CODE)
+    report = tmp_path / "report.json"
+    args = ["privatize", str(source), "--epsilon", "3", "--vocab-size", "5000"]
+    code = ["--code", str(module), "--token-filter", "no-words", "--report", str(report)]
+    assert cli_main([*args, *code]) == 0
+    assert capsys.readouterr().out == TEXT  # the filter chose no word: all released raw
+    record = json.loads(report.read_text())["guarantee"]
+    assert record["tokens_privatized"] == 0 and record["words_passed_through"] == 6
+
+
+def test_calibrate_takes_an_embeddings_loader_from_code(tmp_path, capsys):
+    _, module = _files(tmp_path, LOADER_CODE)
+    out = tmp_path / "calib"
+    args = ["calibrate", "--code", str(module), "--embeddings", "glove-2k"]
+    assert cli_main([*args, "--epsilons", "5", "--words", "3", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert "glove-2k" in json.dumps(summary) and "2000" in json.dumps(summary)
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "message"),
+    [
+        (
+            'x = 1\nraise RuntimeError("no\\ntable")\n',
+            "mine.py",
+            "mine.py, line 2: RuntimeError: no table",
+        ),
+        ("def (\n", "mine.py", "mine.py, line 1: SyntaxError"),
+        ("x = 1\n", "mine.txt", "mine.txt: give a Python file (.py)"),
+    ],
+)
+def test_a_code_file_that_fails_is_one_line_naming_it(tmp_path, capsys, code, name, message):
+    source, module = _files(tmp_path, code, name)
+    assert cli_main(["privatize", str(source), "--epsilon", "3", "--code", str(module)]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert MODULE not in sys.modules
+
+
+def test_a_missing_code_file_and_a_repeat_are_refused(tmp_path, capsys):
+    source, module = _files(tmp_path, MASK_CODE)
+    args = ["privatize", str(source), "--epsilon", "3", "--code"]
+    assert cli_main([*args, str(tmp_path / "absent.py")]) == 1
+    assert "absent.py: no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli_main([*args, str(module), "--code", str(module)])
+    assert "--code: given twice" in capsys.readouterr().err
+
+
+def test_the_console_script_imports_the_code_file(tmp_path):
+    source, module = _files(tmp_path, MASK_CODE)
+    command = [sys.executable, "-m", "dxp_plugins.cli", "privatize", str(source)]
+    options = [
+        "--epsilon",
+        "3",
+        "--vocab-size",
+        "5000",
+        "--code",
+        str(module),
+        "--mask",
+        "order-ids",
+    ]
+    run = subprocess.run(
+        [*command, *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "[...]" in run.stdout and "ORD" not in run.stdout
