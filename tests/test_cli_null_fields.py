@@ -8,9 +8,12 @@ and a wrong ``--field`` (null in every record, the text in another column) under
 * by default a null is still an error, one line naming the opt-in and no input;
 * ``--null keep`` writes it as null, privatizes and spends nothing for it, and the report
   counts it (``records_with_null_field``);
-* a run with ``--null keep`` or ``--keep-fields`` in which no record held text in
-  ``--field`` is refused with nothing written: regular files are read through first, and
-  a stream's output is held back until a record holds text;
+* an input, under ``--null keep`` or ``--keep-fields``, in which no record held a word in
+  ``--field`` (null, ``""``, ``"-"``, spaces, a zero-width space) is refused: a regular
+  file in the read-through first, with nothing written; a stream's output is held back
+  until a record holds a word when it goes to stdout or a pipe (not for an ``-o FILE``,
+  replaced only when the run succeeds). Each input on its own: one good file does not
+  let another's text column through (CLI review P1, P2);
 * a missing field and a non-string value stay errors.
 """
 
@@ -128,10 +131,11 @@ def test_a_wrong_field_null_everywhere_is_refused_with_nothing_written(
     code, out, err = run([*argv, "-e", 300, "--batch-size", 1, *FAST], capsys)
     errors = _errors(err)
     assert code == 1 and out == "" and len(errors) == 1, err
+    label = "stdin" if source == "-" else "in.jsonl"
     assert errors[0] == (
-        "dxp: error: no record held text in field 'body' (each one null or empty): is "
-        "--field right? With --null keep or --keep-fields such a run is refused, as it "
-        "would release the records with nothing privatized"
+        f"dxp: error: {label}: no record held a word in field 'body' (each one null, empty, "
+        "or only spaces or punctuation): is --field right? With --null keep or --keep-fields "
+        "such an input is refused, as it would release its records with nothing privatized"
     )
     assert "zq7" not in err and "already written" not in err
     assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "r.json").exists()
@@ -153,7 +157,7 @@ def test_a_file_with_no_text_is_refused_before_anything_is_privatized(
     source = _source(tmp_path, monkeypatch, "in.jsonl", WRONG_FIELD)
     argv = ["privatize", source, "--field", "body", "--null", "keep", "--keep-fields", "*"]
     code, out, err = run([*argv, "-e", 300, *FAST], capsys)
-    assert code == 1 and out == "" and "no record held text in field 'body'" in err, err
+    assert code == 1 and out == "" and "no record held a word in field 'body'" in err, err
 
 
 @pytest.mark.parametrize("source", ["in.jsonl", "-"])
@@ -165,7 +169,7 @@ def test_kept_fields_with_a_field_empty_everywhere_are_refused(
     source = _source(tmp_path, monkeypatch, source, rows)
     argv = ["privatize", source, "--field", "body", "--keep-fields", "*", "-e", 300, *FAST]
     code, out, err = run(argv, capsys)
-    assert code == 1 and out == "" and "no record held text in field 'body'" in err, err
+    assert code == 1 and out == "" and "no record held a word in field 'body'" in err, err
     assert "zq7" not in err
 
 
@@ -217,8 +221,11 @@ def test_a_stream_of_nulls_past_the_hold_is_refused(tmp_path, capsys, monkeypatc
     code, out, err = run([*argv, "-e", 300, "--batch-size", 1, "--report", "r.json", *FAST], capsys)
     errors = _errors(err)
     assert code == 1 and out == "" and len(errors) == 1, err
-    assert errors[0].startswith("dxp: error: the first 3 records held no text in field 'body'")
-    assert "at most 100 bytes; give a regular file" in errors[0] and "zq7" not in err
+    assert errors[0].startswith(
+        "dxp: error: stdin: the first 3 records held no word in field 'body'"
+    )
+    assert "at most 100 bytes of output; give a regular file" in errors[0]
+    assert "zq7" not in err
     assert not (tmp_path / "r.json").exists()
 
 
@@ -292,5 +299,88 @@ def test_a_piped_wrong_field_writes_nothing(tmp_path):
         check=False,
     )
     assert result.returncode == 1 and result.stdout == b"", result.stderr
-    assert b"no record held text in field 'body'" in result.stderr
+    assert b"no record held a word in field 'body'" in result.stderr
     assert b"zq7" not in result.stderr
+
+
+@pytest.mark.parametrize("source", ["in.jsonl", "-"])
+@pytest.mark.parametrize("value", ["-", " ", "\u200b", "\ufeff", "\u2014", "- / -"], ids=repr)
+def test_a_field_without_a_word_is_refused(tmp_path, capsys, monkeypatch, source, value):
+    """CLI review P1: a wrong --field holding only a placeholder ("-"), spaces or an
+    invisible character counted as text, and '*' copied the real text column raw."""
+    rows = [{"id": 1, "title": value, "body": "zq7secret diagnosis"}] * 2
+    source = _source(tmp_path, monkeypatch, source, rows)
+    argv = ["privatize", source, "--field", "title", "--null", "keep", "--keep-fields", "*"]
+    code, out, err = run([*argv, "-e", 300, "--batch-size", 1, "--report", "r.json"], capsys)
+    assert code == 1 and out == "" and "zq7" not in err, err
+    assert "no record held a word in field 'title'" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("source", ["in.jsonl", "-"])
+def test_a_field_a_mask_hides_whole_still_holds_words(tmp_path, capsys, monkeypatch, source):
+    """What a mask replaces was text: such a field is not a wrong --field."""
+    rows = [{"id": 1, "body": "zq7mail@example.com"}, {"id": 2, "body": None}]
+    source = _source(tmp_path, monkeypatch, source, rows)
+    argv = ["privatize", source, "--field", "body", "--null", "keep", "--keep-fields", "id"]
+    code, out, err = run([*argv, "--mask", "emails", "-e", 300, *FAST], capsys)
+    assert code == 0 and "zq7" not in out, err
+
+
+C_ROWS = [
+    {"id": 10, "body": None, "message": "zq7secret diagnosis"},
+    {"id": 11, "body": None, "message": "zq7call me"},
+]
+
+
+def test_each_input_file_must_hold_a_word(tmp_path, capsys, monkeypatch):
+    """CLI review P2: one good file turned the check off for the next, whose text column
+    (``message``) '*' then copied raw. Each file is checked on its own, before any noise."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.jsonl").write_bytes(_jsonl(TICKETS))
+    (tmp_path / "c.jsonl").write_bytes(_jsonl(C_ROWS))
+    argv = ["privatize", "a.jsonl", "c.jsonl", "--field", "body", "--null", "keep"]
+    code, out, err = run([*argv, "--keep-fields", "*", "-e", 300, "--report", "r.json"], capsys)
+    errors = _errors(err)
+    assert code == 1 and out == "" and len(errors) == 1, err
+    assert errors[0].startswith("dxp: error: c.jsonl: no record held a word in field 'body'")
+    assert "zq7" not in err and not (tmp_path / "r.json").exists()
+
+
+def test_each_stream_must_hold_a_word(tmp_path, capsys, monkeypatch):
+    """A stream after a good file: what the file released stays released (and reported),
+    the stream's records are held back and refused, none of its raw text written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.jsonl").write_bytes(_jsonl(TICKETS))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_jsonl(C_ROWS))))
+    argv = ["privatize", "a.jsonl", "-", "--field", "body", "--null", "keep"]
+    code, out, err = run([*argv, "--keep-fields", "*", "-e", 300, "--report", "r.json"], capsys)
+    errors = _errors(err)
+    assert code == 1 and out.count("\n") == len(TICKETS), err
+    assert "zq7secret" not in out and "zq7call" not in out
+    assert errors[0].startswith("dxp: error: stdin: no record held a word in field 'body'")
+    assert "4 documents were already written to stdout" in errors[0]
+    partial = json.loads((tmp_path / "r.json").read_text())
+    assert partial["complete"] is False and partial["documents"] == len(TICKETS)
+
+
+def test_a_stream_to_an_output_file_is_not_held_back(tmp_path, capsys, monkeypatch):
+    """CLI review D1: an -o FILE is replaced only when the run succeeds, so a stream's
+    output need not be held back (nor refused past HELD_BYTES); one with no word in the
+    field is still refused, the file untouched."""
+    from dxp_plugins.cli import privatize
+
+    monkeypatch.setattr(privatize, "HELD_BYTES", 100)
+    rows = [{"id": i, "body": None} for i in range(50)] + [{"id": 50, "body": "team"}]
+    source = _source(tmp_path, monkeypatch, "-", rows)
+    argv = ["privatize", source, "--field", "body", "--null", "keep", "--keep-fields", "*"]
+    argv += ["-e", 300, "--batch-size", 1, "-o", "out.jsonl", "--report", "r.json", *FAST]
+    code, out, err = run(argv, capsys)
+    assert code == 0 and out == "", err
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 51
+    assert json.loads((tmp_path / "r.json").read_text())["records_with_null_field"] == 50
+    _source(tmp_path, monkeypatch, "-", rows[:50])
+    code, out, err = run(argv, capsys)
+    assert code == 1 and "stdin: no record held a word in field 'body'" in err, err
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 51  # untouched
+

@@ -22,6 +22,7 @@ from .records import (
     _jsonl_options,
     _kept_fields,
     _label,
+    _needs_text,
     _no_text,
     _open_inputs,
     _place,
@@ -37,9 +38,11 @@ from .targets import _check_targets, _replacing
 #: A batch of documents as read: (line number, context, the document's texts).
 Batch = list[tuple[int | None, Any, tuple[str, ...]]]
 
-#: The most output a run holds back, under ``--null keep`` or ``--keep-fields``, while the
-#: records of an input read as it goes (stdin, a FIFO) have held no text in ``--field``:
-#: a run in which none does is refused, with nothing written (see records._Texts).
+#: The most output a run writing through (stdout, a pipe) holds back, under ``--null keep``
+#: or ``--keep-fields``, while the records of an input read as it goes (stdin, a FIFO) have
+#: held no word in some ``--field``: an input in which none does is refused, with nothing
+#: of it written (see records._Texts). Output bytes: the records held take several times
+#: that in memory. An ``-o FILE``, replaced only when the run succeeds, holds nothing back.
 HELD_BYTES = 64 * 2**20
 
 
@@ -81,19 +84,14 @@ def _privatize(args: argparse.Namespace) -> int:
                 _check_batch(label, batch, args, mechanism, select, nlp)
                 checking.update(len(batch))
 
-            total, found, texts = _census(args, kept, check)
+            total, found = _census(args, kept, check)
     else:
-        total, found, texts = _census(args, kept)
+        total, found = _census(args, kept)
         mechanism, select, nlp = _machinery(args, settings)
-    # A run in which no record held text in a --field (a wrong --field?) is refused where
-    # it would release records with nothing of it privatized: with --null keep or
-    # --keep-fields.
-    needs_text = args.null == "keep" or bool(kept)
-    lacking = texts.lacking()
-    if needs_text and total is not None and lacking is not None:
-        raise _no_text(lacking)
-    # Inputs read as they go: their output is held back until each --field held text.
-    hold = needs_text and not texts.every_field
+    # An input in which no record held a word in a --field (a wrong --field?) is refused
+    # where it would release records with nothing of it privatized (--null keep,
+    # --keep-fields): a regular file by the census above, before any noise; an input read
+    # as it goes when it ends (its output held back till then when it streams).
     if total is not None:  # every input was read through: a kept field in none is named now
         _warn_absent(found)
     # The --keep-fields copied as the run goes: what a report lists (a failing run's only
@@ -118,9 +116,7 @@ def _privatize(args: argparse.Namespace) -> int:
                 out, replaced = stack.enter_context(_replacing(args.output))
                 run.streamed = not replaced
             with _progress_bar(args, total) as progress:
-                _privatize_inputs(
-                    args, out, run, progress, kept, seen, mechanism, select, nlp, hold=hold
-                )
+                _privatize_inputs(args, out, run, progress, kept, seen, mechanism, select, nlp)
             run.finished = True
             if total is None:  # not read through: a kept field in none is named now
                 _warn_absent(seen)
@@ -149,24 +145,28 @@ def _privatize_inputs(
     mechanism: Any,
     select: Any,
     nlp: Any,
-    *,
-    hold: bool = False,
 ) -> None:
     """Privatize every input to ``out``, one batch at a time; ``run`` counts what is
     written, document by document (a failure midway has released exactly those), and
-    ``seen`` the --keep-fields copied. With ``hold``, nothing is written until a JSONL
-    record holds text in --field (at most :data:`HELD_BYTES` held back), and a run in which
-    none does is refused with nothing written."""
+    ``seen`` the --keep-fields copied. Under ``--null keep`` or ``--keep-fields`` an input
+    in which a --field held no word is refused when it ends (records._Texts); when the
+    output streams, an input read as it goes (stdin, a FIFO: a regular file was checked by
+    the census) is held back until every --field has held a word (at most
+    :data:`HELD_BYTES`), so such an input writes nothing."""
     from ..text import privatize_texts
 
     # A document without a line ending (the last line of a file, a whole file) is
     # followed by one before the next document, so two never run together.
     separate = False
-    found, held_bytes = _Texts(args.fields), 0
+    needs_text = _needs_text(args, kept)
     held: tuple[list[bytes], list[Any], list[bool]] = ([], [], [])
     with closing(_open_inputs(args.files)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
+            # Each input on its own (CLI review P2); an -o FILE is replaced only when the
+            # run succeeds: nothing need be held back for it (review D1).
+            found, held_bytes = _Texts(args.fields), 0
+            hold = needs_text and run.streamed and not _is_regular_file(name)
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
             while batch := list(itertools.islice(records, args.batch_size)):
                 args.place = _place(label, batch[0][0], batch[-1][0])
@@ -194,22 +194,25 @@ def _privatize_inputs(
                     separate = not line.endswith((b"\n", b"\r"))
                     seen.see(context)
                     nulls.append(_is_null(context, args.fields))
-                    found.see(context, record_texts)
+                    if needs_text:
+                        found.see(context, record_texts)
                     held[1].append(_one_document([result.guarantee for result in results]))
                 args.place = _place(label, batch[0][0], batch[-1][0])
                 progress.update(len(batch))
                 if hold and not found.every_field:
                     held_bytes += sum(map(len, lines[-len(batch) :]))
                     if held_bytes > HELD_BYTES:
-                        raise _held_too_long(found.records, found.lacking() or args.fields[0])
-                    continue  # a --field with no text yet: nothing goes out
+                        lacking = found.lacking() or args.fields[0]
+                        raise _held_too_long(label, found.records, lacking)
+                    continue  # a --field with no word yet: nothing goes out
                 run.write(out, lines, held[1], nulls)
                 held = ([], [], [])
-    lacking = found.lacking()
-    if hold and lacking is not None:
-        raise _no_text(lacking)
-    if held[0]:  # held, and no JSONL record at all (blank lines, plain text)
-        run.write(out, *held)
+            lacking = found.lacking() if needs_text else None
+            if lacking is not None:
+                raise _no_text(label, lacking)
+            if held[0]:  # held, and no JSONL record at all (blank lines, plain text)
+                run.write(out, *held)
+                held = ([], [], [])
 
 
 def _flattened(batch: Batch) -> tuple[list[str], list[tuple[int, int]]]:
@@ -226,8 +229,9 @@ def _flattened(batch: Batch) -> tuple[list[str], list[tuple[int, int]]]:
 def _one_document(guarantees: list[Any]) -> Any:
     """The guarantee of one document from those of its texts: a JSONL record's --fields
     are one document (counted once in ``releases``) whose tokens, and so spend, add up: a
-    record with two fields is released twice, and the sum bounds what it spent (the
-    largest field alone would understate it). As a long text's pieces (text._release_long)."""
+    record with two fields is counted once in ``releases``, and its spend is that of two
+    releases: the sum bounds what it spent (the largest field alone would understate
+    it). As a long text's pieces (text._release_long)."""
     if len(guarantees) == 1:
         return guarantees[0]
     total = guarantees[0]
@@ -237,13 +241,14 @@ def _one_document(guarantees: list[Any]) -> Any:
     return dataclasses.replace(total, releases=releases, max_document_tokens=None)
 
 
-def _held_too_long(records: int, field: str) -> CLIError:
+def _held_too_long(label: str, records: int, field: str) -> CLIError:
     held = f"{HELD_BYTES // 2**20} MiB" if HELD_BYTES >= 2**20 else f"{HELD_BYTES:,} bytes"
     return CLIError(
-        f"the first {records:,} records held no text in field {field!r} (each one null or "
-        "empty): is --field right? With --null keep or --keep-fields, records read as they "
-        f"come (stdin, a FIFO) are held back until one holds text, at most {held}; give a "
-        "regular file to have it read through first"
+        f"{label}: the first {records:,} records held no word in field {field!r} (each one "
+        "null, empty, or only spaces or punctuation): is --field right? With --null keep or "
+        "--keep-fields, records read as they come (stdin, a FIFO) are held back until every "
+        f"--field has held a word, at most {held} of output; give a regular file to have it "
+        "read through first, or -o FILE"
     )
 
 

@@ -310,65 +310,96 @@ def _is_null(context: Any, fields: Sequence[str]) -> bool:
     return context[0] == "json" and any(context[1][field] is None for field in fields)
 
 
+#: A letter or a digit: a token holding one is a word the default selection privatizes
+#: (no allow-listed punctuation mark holds one, nor whitespace or an invisible character).
+_WORD_CHARACTER = re.compile(r"[^\W_]")
+
+
+def _has_word(text: str) -> bool:
+    """Whether ``text`` holds a word as the text path tokenizes it: a token the default
+    selection privatizes, not whitespace, an allow-listed punctuation mark (``-``, ``—``) or
+    an invisible character (a BOM, a zero-width space). A text a mask would replace whole
+    still holds words: what is masked was text. Cheap for text: a letter or a digit answers
+    without tokenizing."""
+    if not text:
+        return False
+    if _WORD_CHARACTER.search(text):
+        return True
+    from .._tokenization import tokenize
+
+    return any(tokenize(text).selected)
+
+
 class _Texts:
-    """Whether, for each ``--field``, some JSONL record held text in it. Under ``--null
-    keep`` or ``--keep-fields``, a run in which a ``--field`` held none is refused (review
-    25, F10's revert): a wrong ``--field``, null or empty in every record, would otherwise
-    release the records (under ``'*'`` the real text field copied raw) with nothing of it
-    privatized and exit 0."""
+    """Whether, for each ``--field``, some JSONL record of one input held a word in it.
+    Under ``--null keep`` or ``--keep-fields``, an input in which a ``--field`` held none is
+    refused (review 25, F10's revert): a wrong ``--field``, null, empty or without a word
+    (``"-"``, spaces) in every record, would otherwise release the records (under ``'*'``
+    the real text field copied raw) with nothing of it privatized and exit 0. Counted per
+    input: one good file must not let another file's text column through (CLI review P2).
+    A field is tokenized only until it has held a word."""
 
     def __init__(self, fields: Sequence[str]) -> None:
         self.fields = list(fields)
         self.records = 0  # JSONL records read (blank lines and plain text are none)
-        self.texts = [0] * len(fields)  # per --field, the records where it held text
+        self.held = [False] * len(fields)  # per --field, whether some record held a word
 
     def see(self, context: Any, texts: Sequence[str]) -> None:
         if context[0] == "json":
             self.records += 1
             for index, text in enumerate(texts):
-                self.texts[index] += bool(text)
+                if not self.held[index] and _has_word(text):
+                    self.held[index] = True
 
     @property
     def every_field(self) -> bool:
-        """Every --field held text in some record (a non-empty string)."""
-        return all(self.texts)
+        """Every --field held a word in some record."""
+        return all(self.held)
 
     def lacking(self) -> str | None:
-        """A --field in which no record held text, when records were read."""
+        """A --field in which no record held a word, when records were read."""
         if self.records == 0:
             return None
-        held = zip(self.fields, self.texts, strict=True)
-        return next((field for field, count in held if not count), None)
+        return next((f for f, held in zip(self.fields, self.held, strict=True) if not held), None)
 
 
-def _no_text(field: str) -> CLIError:
-    """The refusal of a run in which no JSONL record held text in ``field``."""
+def _no_text(label: str, field: str) -> CLIError:
+    """The refusal of an input in which no JSONL record held a word in ``field``."""
     return CLIError(
-        f"no record held text in field {field!r} (each one null or empty): is --field "
-        "right? With --null keep or --keep-fields such a run is refused, as it would "
-        "release the records with nothing privatized"
+        f"{label}: no record held a word in field {field!r} (each one null, empty, or "
+        "only spaces or punctuation): is --field right? With --null keep or --keep-fields "
+        "such an input is refused, as it would release its records with nothing privatized"
     )
+
+
+def _needs_text(args: argparse.Namespace, kept: Sequence[str]) -> bool:
+    """Whether an input in which a ``--field`` held no word is refused: where it would
+    release records with nothing of it privatized (``--null keep``, ``--keep-fields``)."""
+    return args.null == "keep" or bool(kept)
 
 
 def _census(
     args: argparse.Namespace,
     kept: Sequence[str],
     check: Callable[[str, list[tuple[int | None, Any, tuple[str, ...]]]], None] | None = None,
-) -> tuple[int | None, _Copied, _Texts]:
+) -> tuple[int | None, _Copied]:
     """Read every regular input file through once, with the run's own reader, before any
     noise is drawn: a bad record anywhere fails in seconds, with its usual error, before
     anything is spent or written; ``check(label, batch)`` then looks at each batch of
-    records as the run will privatize it. Returns the number of documents (None when an
-    input is stdin, a FIFO or a device, read only as the run goes), the --keep-fields
-    found, and whether some JSONL record of those files held text in ``--field``."""
+    records as the run will privatize it, and a file in which a ``--field`` held no word
+    is refused where that matters (:class:`_Texts`). Returns the number of documents (None
+    when an input is stdin, a FIFO or a device, read only as the run goes) and the
+    --keep-fields found."""
     regular = [name for name in args.files if _is_regular_file(name)]
-    documents, seen, texts = 0, _Copied(kept, args.fields), _Texts(args.fields)
+    documents, seen = 0, _Copied(kept, args.fields)
+    needs_text = _needs_text(args, kept)
     with closing(_open_inputs(regular)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
+            texts = _Texts(args.fields)  # each file on its own (CLI review P2)
             while batch := list(itertools.islice(records, args.batch_size)):
                 documents += len(batch)
-                for _, context, record_texts in batch:
+                for _, context, record_texts in batch if needs_text else ():
                     texts.see(context, record_texts)
                 for number, context, _ in batch if kept else ():
                     # a kept value strict JSON cannot hold fails here too
@@ -377,8 +408,11 @@ def _census(
                     seen.see(context)
                 if check is not None:
                     check(label, batch)
+            lacking = texts.lacking() if needs_text else None
+            if lacking is not None:
+                raise _no_text(label, lacking)
     args.place = None
-    return (documents if len(regular) == len(args.files) else None), seen, texts
+    return (documents if len(regular) == len(args.files) else None), seen
 
 
 def _is_regular_file(name: str) -> bool:
