@@ -384,3 +384,13 @@ def test_a_stream_to_an_output_file_is_not_held_back(tmp_path, capsys, monkeypat
     assert code == 1 and "stdin: no record held a word in field 'body'" in err, err
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 51  # untouched
 
+
+def test_a_nested_field_name_gets_a_hint(tmp_path, capsys, monkeypatch):
+    """CLI review D3: --field names a top-level key; 'meta.body' is not read inside meta."""
+    source = _source(tmp_path, monkeypatch, "in.jsonl", [{"meta": {"body": "zq7secret"}}])
+    code, out, err = run(["privatize", source, "--field", "meta.body", "-e", 300], capsys)
+    assert code == 1 and out == "" and "zq7" not in err, err
+    assert err.rstrip().endswith(
+        "field 'meta.body' is missing or not a string (--field names a top-level key: "
+        "nested fields are not read)"
+    )

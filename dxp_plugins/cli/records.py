@@ -156,7 +156,10 @@ def _field_texts(record: Any, args: argparse.Namespace, where: str) -> tuple[str
                 )
             texts.append("")
         else:
-            raise CLIError(f"{where}: field {field!r} is missing or not a string")
+            hint = ""
+            if "." in field and isinstance(record, dict) and field.split(".")[0] in record:
+                hint = " (--field names a top-level key: nested fields are not read)"
+            raise CLIError(f"{where}: field {field!r} is missing or not a string{hint}")
     return tuple(texts)
 
 
