@@ -424,3 +424,21 @@ def test_stdin_read_from_the_output_file_is_refused(tmp_path):
         )
     assert done.returncode == 1 and "is also the input (stdin)" in done.stderr
     assert notes.read_text() == "the hockey team\n"
+
+
+def test_a_reader_that_leaves_gets_a_partial_report(tmp_path, capsys, monkeypatch):
+    """CLI review P3: `... --report r.json | head -1` (exit 141) wrote no report and left an
+    earlier run's complete one at r.json, describing another release. The report now lists
+    the documents whose bytes reached the pipe (what the reader may have read), incomplete."""
+    source, report = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 6)  # 12 bytes each
+    report.write_text('{"documents": 99, "complete": true}\n')  # an earlier run's
+    sink = _Full(30, then=BrokenPipeError(errno.EPIPE, "Broken pipe"))
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(sink)))
+    args = ["privatize", source, "-e", 300, "--batch-size", 2, "--report", report, *FAST]
+    code, _, err = run([*args, "--seed", 1], capsys)
+    assert code == 141 and sink.data == b"hockey team\n" * 2 + b"hockey", err
+    partial = json.loads(report.read_text())
+    assert partial["documents"] == 3 and partial["complete"] is False
+    assert partial["output_sha256"] is None
+    assert partial["guarantee"]["tokens_privatized"] == 6

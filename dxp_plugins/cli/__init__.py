@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say(f"{PROG}: interrupted{note()}\n")
         return 130
-    except BrokenPipeError:  # the reader left: the run did not finish (no --report)
+    except BrokenPipeError:  # the reader left: the run did not finish (a partial --report)
         return 141  # as a shell reports a process killed by SIGPIPE
     except SystemExit as stop:  # SIGTERM or SIGHUP (see _exit_on_signals)
         if note():

@@ -299,8 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
             "write the guarantee as JSON ('-' for stderr), with the largest document's tokens "
             "and spend; never where the private text goes "
             "(refused). A run that fails after writing documents to stdout (or an -o written "
-            'through) still reports them, marked "complete": false; one whose reader left '
-            "early (| head) exits 141 with no report"
+            'through) still reports them, marked "complete": false, as does one whose reader '
+            "left early (| head: exit 141)"
         ),
     )
     priv.add_argument(
