@@ -228,12 +228,17 @@ class _Full(io.RawIOBase):
 
 
 def test_a_failed_write_counts_nothing_it_did_not_write(tmp_path, capsys):
-    """F1: `-o /dev/full` said "5 documents were already written to /dev/full"."""
+    """F1: `-o /dev/full` said "5 documents were already written to /dev/full"; the error
+    names the output it could not write (CLI review D4)."""
     source, report = tmp_path / "in.txt", tmp_path / "report.json"
     source.write_text("the hockey team\n" * 5)
     args = ["privatize", source, "-e", 300, "-o", "/dev/full", "--report", report, *FAST]
     code, out, err = run(args, capsys)
-    assert code == 1 and out == "" and err == "dxp: error: No space left on device\n"
+    assert (
+        code == 1
+        and out == ""
+        and err == ("dxp: error: writing /dev/full: No space left on device\n")
+    )
     assert not report.exists()  # nothing was released
 
 
@@ -250,7 +255,8 @@ def test_a_write_cut_short_counts_what_reached_the_output(tmp_path, capsys, monk
     code, _, err = run([*args, "--seed", 1], capsys)
     assert code == 1 and sink.data == b"hockey team\n" * 2 + b"hockey"
     assert err.splitlines()[-1] == (
-        "dxp: error: No space left on device; 3 documents were already written to stdout "
+        "dxp: error: writing stdout: No space left on device; 3 documents were already "
+        "written to stdout "
         f"(the last one in part) (the report in {report} lists them, marked incomplete)"
     )
     partial = json.loads(report.read_text())

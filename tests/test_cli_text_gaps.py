@@ -229,7 +229,8 @@ def test_p18_a_complete_report_that_cannot_be_written(tmp_path, capsys):
     code, out, err = run(["privatize", source, "-e", 300, "--report", "/dev/full", *FAST], capsys)
     assert code == 1 and out.count("\n") == 2
     assert err == (
-        "dxp: error: No space left on device; 2 documents were already written to stdout "
+        "dxp: error: writing /dev/full: No space left on device; 2 documents were already "
+        "written to stdout "
         "(the report of them could not be written)\n"
     )
 

@@ -31,7 +31,7 @@ from .records import (
     _Texts,
     _warn_absent,
 )
-from .report import _Released, _report_partial, _write_report
+from .report import _Released, _report_partial, _write_error, _write_report
 from .settings import _build_mechanism, _settings
 from .targets import _check_targets, _replacing
 
@@ -122,7 +122,10 @@ def _privatize(args: argparse.Namespace) -> int:
                 _warn_absent(seen)
             if args.report:  # no document: nothing was released
                 guarantee = run.total or settings.nothing_released(mechanism)
-                _write_report(report, run, guarantee, seen.listing(), complete=True)
+                try:
+                    _write_report(report, run, guarantee, seen.listing(), complete=True)
+                except OSError as error:
+                    raise _write_error(args.report, error) from None
     except BaseException:  # a reader that left (exit 141) too: the report lists what
         # reached the pipe, an upper bound of what it read (review P3: a stale report stayed)
         if run.streamed and run.listed and args.report:

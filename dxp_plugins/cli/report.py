@@ -84,6 +84,8 @@ class _Released:
                 setattr(self, name, value)
             exact = raw is not None and isinstance(error, OSError)
             self._count(lines, guarantees, nulls, done, maybe=not exact)
+            if isinstance(error, OSError):
+                raise _write_error(self.target, error) from None
             raise
 
     def _count(
@@ -128,6 +130,15 @@ class _Released:
         elif self.report_failed:
             text += " (the report of them could not be written)"
         return text
+
+
+def _write_error(target: str, error: OSError) -> OSError | CLIError:
+    """A failed write as an error naming its target (``writing /dev/full: No space left on
+    device``; review D4: the target was not named). A reader that left (BrokenPipeError)
+    stays itself: it ends the run with exit code 141."""
+    if isinstance(error, BrokenPipeError):
+        return error
+    return CLIError(f"writing {target}: {error.strerror or type(error).__name__}")
 
 
 def _documents(count: int) -> str:
@@ -213,4 +224,21 @@ def _write_report(
     if stream is None:
         _say(text)
     else:
-        stream.write(text.encode("utf-8"))
+        _write_through(stream, text.encode("utf-8"))
+
+
+def _write_through(stream: IO[bytes], data: bytes) -> None:
+    """Write ``data`` past ``stream``'s buffer: a full disk fails here, where the caller
+    names the target, and not again when the stream is closed."""
+    raw = getattr(stream, "raw", None)
+    if raw is None:
+        stream.write(data)
+        stream.flush()
+        return
+    stream.flush()
+    view = memoryview(data)
+    while view:
+        written = raw.write(view)
+        if written is None:  # a non-blocking output that is full
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        view = view[written:]
