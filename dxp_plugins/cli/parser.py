@@ -249,9 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
         action=_EachNameOnce,
         split=False,
         help=(
-            f"JSONL field to privatize (default: {DEFAULT_FIELD}); the output holds only the "
-            "--fields (and --keep-fields). Repeatable: each field is privatized, and a "
-            "record's spend is the sum of its fields' (one document); each name once"
+            f"JSONL field to privatize (default: {DEFAULT_FIELD}), a top-level key; the output "
+            "holds only the --fields (and --keep-fields). Repeatable: each field is "
+            "privatized, and a record's spend is the sum of its fields' (one document); "
+            "each name once"
         ),
     )
     priv.add_argument(
@@ -261,8 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "JSONL: a record whose --field is null (an export's empty value): error (default) "
             "or keep: written with the field null, nothing privatized or spent, counted in "
-            "--report as records_with_null_field. A run in which no record holds text in "
-            "a --field (a wrong --field?) is then refused, as it is with --keep-fields"
+            "--report as records_with_null_field (records with any null --field). An input "
+            "in which no record holds a word in a --field (a wrong --field?) is then "
+            "refused, as it is with --keep-fields"
         ),
     )
     priv.add_argument(
