@@ -17,8 +17,10 @@ in :data:`dxp_plugins.registry.masks` (entry-point group ``dxp_plugins_masks``);
 **What masking does** (:func:`apply_mask`, one implementation for every door, on the tokens
 and their offsets). The spans are found on the text as tokenized (composed to NFC by the
 library's doors; the Doc's text in the spaCy component) as vocabulary lookup reads it:
-without the invisible characters lookup drops and in NFKC form (:func:`visible_spans`), the
-text a mask function is given. Every token that overlaps a span
+without the invisible characters lookup drops and in NFKC form, each character with the
+combining marks after it, so a decomposed ``e`` + U+0301 reads ``é`` in every door
+(:func:`visible_spans`): the text a mask function is given. A long text, privatized in
+pieces, is read and searched once, whole. Every token that overlaps a span
 is hidden, whole: a span that cuts a token in two hides the whole token, never a part of
 it (a partial mask is worse than none: ``Mary.O'Brien@...`` cut after ``O'`` would leave
 ``Mary``, a vocabulary word). The tokens a span overlaps, from the first to the last, become
@@ -37,6 +39,7 @@ that mask the same tokens. A mask cannot find names: see docs/front-doors.md.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 import unicodedata
@@ -201,24 +204,122 @@ def resolve_mask(name: Any, setting: str = "mask") -> Mask | None:
 def visible_spans(mask: Mask, text: str) -> list[tuple[int, int]]:
     """``mask``'s spans of ``text`` read as vocabulary lookup reads a word, mapped back to
     offsets into ``text``: without the invisible characters lookup drops
-    (:data:`~dxp_plugins._normalize.INVISIBLE`) and in NFKC compatibility form, character
-    by character (full-width U+FF20 and U+FF0E are ``@`` and ``.``). An address written with a
-    zero-width space or full-width marks, which lookup still finds as a vocabulary row,
-    does not escape the mask. ASCII text and text already in that form are read as they
-    are; only the others go through a Python loop over their characters."""
-    if text.isascii() or (
-        unicodedata.is_normalized("NFKC", text) and len(without_invisible(text)) == len(text)
-    ):
-        return mask.spans(text)
-    forms: list[str] = []
-    origin: list[int] = []  # for each character read, where it is in ``text``
-    for position, char in enumerate(text):
-        if char in INVISIBLE:
-            continue
-        form = char if char.isascii() else unicodedata.normalize("NFKC", char)
-        forms.append(form)
-        origin.extend([position] * len(form))
-    return [(origin[a], origin[b - 1] + 1) for a, b in mask.spans("".join(forms))]
+    (:data:`~dxp_plugins._normalize.INVISIBLE`) and in NFKC compatibility form, each
+    character together with the combining marks after it (full-width U+FF20 and U+FF0E are
+    ``@`` and ``.``; ``e`` + U+0301 is ``é``, as the text doors compose it). An address
+    written with a zero-width space, full-width marks or decomposed accents, which lookup
+    still finds as a vocabulary row, does not escape the mask. ASCII text and text already
+    in that form are read as they are; only the others go through a Python loop over their
+    non-ASCII characters (:class:`Reading`)."""
+    reading = Reading.of(text)
+    return [reading.original(a, b) for a, b in mask.spans(reading.text)]
+
+
+#: Non-ASCII characters: the only ones a reading can change (or a combining mark join).
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char)[0] == "M"
+
+
+class Reading:
+    """A text as vocabulary lookup reads it (:func:`visible_spans`), with the way back:
+    ``text``, the reading; :meth:`original` maps a span of it to offsets into the text as
+    written, :meth:`visible` an offset of the written text to one of the reading.
+
+    Internal. The map is kept as records, one per run of characters read as written (an
+    offset) or per character read otherwise (its span), so a long text costs memory in
+    proportion to what changes, not to its length. A combining mark after whitespace is
+    read alone, so a reading never joins characters across whitespace: the reading of a
+    part of the text cut after whitespace is the same part of the whole's reading."""
+
+    __slots__ = ("_keys", "_records", "_starts", "text")
+
+    def __init__(self, text: str, keys: list[int], records: list[int | tuple[int, int]]):
+        self.text = text
+        self._keys = keys  # where each record starts in the reading
+        self._records = records  # an int: a run read as written from there; a pair: a span
+        self._starts = [r if isinstance(r, int) else r[0] for r in records]
+
+    @classmethod
+    def of(cls, text: str) -> Reading:
+        """The reading of ``text``."""
+        if text.isascii() or (  # a mark left in NFKC text composes with nothing
+            unicodedata.is_normalized("NFKC", text) and len(without_invisible(text)) == len(text)
+        ):
+            return cls(text, [0], [0])
+        parts: list[str] = []
+        keys: list[int] = []
+        records: list[int | tuple[int, int]] = []
+        read = 0  # characters read so far
+
+        def as_written(start: int, stop: int) -> None:
+            nonlocal read
+            if start >= stop:
+                return
+            last = records[-1] if records else None
+            if not (isinstance(last, int) and last + read - keys[-1] == start):
+                keys.append(read)
+                records.append(start)
+            parts.append(text[start:stop])
+            read += stop - start
+
+        position, size = 0, len(text)
+        while position < size:
+            found = _NON_ASCII.search(text, position)
+            if found is None:
+                as_written(position, size)
+                break
+            start = found.start()
+            if _is_mark(text[start]) and start > position and not text[start - 1].isspace():
+                start -= 1  # the mark joins the character before it
+            as_written(position, start)
+            stop = start + 1
+            if text[start] in INVISIBLE:
+                position = stop
+                continue
+            if not text[start].isspace():
+                while stop < size and _is_mark(text[stop]):
+                    stop += 1
+            written = text[start:stop]
+            form = unicodedata.normalize("NFKC", written)
+            if form == written:
+                as_written(start, stop)
+            elif form:
+                keys.append(read)
+                records.append((start, stop))
+                parts.append(form)
+                read += len(form)
+            position = stop
+        return cls("".join(parts), keys or [0], records or [0])
+
+    def _record(self, offset: int) -> tuple[int, int]:
+        """Where character ``offset`` of the reading was written: its start and end."""
+        k = bisect.bisect_right(self._keys, offset) - 1
+        record = self._records[k]
+        if isinstance(record, int):
+            start = record + offset - self._keys[k]
+            return start, start + 1
+        return record
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        """A non-empty span of the reading as offsets into the text as written."""
+        return self._record(start)[0], self._record(end - 1)[1]
+
+    def visible(self, offset: int) -> int:
+        """Where the written text from ``offset`` on starts in the reading (``offset`` at the
+        start of a character as read: never inside one read otherwise)."""
+        k = bisect.bisect_right(self._starts, offset) - 1
+        if k < 0:
+            return 0
+        record = self._records[k]
+        following = self._keys[k + 1] if k + 1 < len(self._keys) else len(self.text)
+        if isinstance(record, int) and offset - record < following - self._keys[k]:
+            return self._keys[k] + offset - record
+        if not isinstance(record, int) and offset == record[0]:
+            return self._keys[k]
+        return following
 
 
 def apply_mask(doc: TokenizedText, spans: Iterable[tuple[int, int]]) -> TokenizedText:

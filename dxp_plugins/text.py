@@ -58,7 +58,7 @@ from ._validation import check_int, check_text
 from .doors import DEFAULT_BATCH_SIZE
 from .errors import OOVError, TextTooLongError
 from .guarantee import Guarantee
-from .masks import resolve_mask
+from .masks import Reading, resolve_mask
 
 __all__ = [
     "PUNCTUATION",
@@ -465,22 +465,24 @@ def _union(spans: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
 def _piece_masks(
     text: str, masker: Mask | None
 ) -> tuple[Sequence[tuple[int, int]], Callable[[int, str], Mask | None]]:
-    """The mask's spans over the whole long ``text`` (found once, on the whole), and for a
-    piece starting at a character offset, a mask giving those spans within the piece."""
+    """The mask's spans over the whole long ``text`` (found once, on the whole as lookup
+    reads it, as offsets into ``text``), and for a piece starting at a character offset, a
+    mask giving those spans within the piece as lookup reads it: what the mask function is
+    given (:func:`~dxp_plugins._tokenization.mask_tokens` maps them back to the piece). A
+    piece starts after whitespace, so its reading is that part of the whole's reading."""
     if masker is None:
         return (), lambda offset, piece: None
-    spans = masker.spans(text)
+    reading = Reading.of(text)
+    found = masker.spans(reading.text)
 
     def within(offset: int, piece: str) -> Mask:
-        end = offset + len(piece)
+        start, end = reading.visible(offset), reading.visible(offset + len(piece))
         local = [
-            (max(a, offset) - offset, min(b, end) - offset)
-            for a, b in spans
-            if a < end and b > offset
+            (max(a, start) - start, min(b, end) - start) for a, b in found if a < end and b > start
         ]
         return dataclasses.replace(masker, find=lambda _text: local)
 
-    return spans, within
+    return [reading.original(a, b) for a, b in found], within
 
 
 def _privatize_long(

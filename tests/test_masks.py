@@ -438,3 +438,120 @@ def test_no_mask_costs_nothing(monkeypatch, glove_5k):
     nlp.add_pipe("dxp_privatizer", config={"epsilon": 3.0, "vocab_size": 2000})
     assert nlp(TICKET)._.dxp_guarantee["mask"] is None
     assert isinstance(tokenize(TICKET), TokenizedText)
+
+
+# -- long texts read as lookup reads them (red-team F1) ---------------------------------------
+#: Identifiers lookup finds as vocabulary rows although written otherwise: superscript
+#: digits, full-width letters and marks, a zero-width space inside an address.
+DISGUISED = (
+    "born \u00b9\u2079\u2079\u2079 in town, mail "
+    "\uff4c\uff45\uff54\uff54\uff45\uff52\uff53\uff20\uff4e\uff59\uff54\uff49\uff4d\uff45\uff53"
+    "\uff0e\uff43\uff4f\uff4d or bob@exa\u200bmple.com, call 1234567 now and 2024 also 1999 end"
+)
+#: Before the identifiers: characters lookup drops or reads longer or shorter (zero-width
+#: space, the ``fi`` ligature, full-width and superscript forms), which shift every offset
+#: between the text as written and the text as lookup reads it.
+SHIFTING_PREFIXES = ["a\u200b ", "\ufb01ve ", "\uff54\uff48\uff45 ", "x\u00b2 "]
+
+
+def placeholders(text: str) -> list[int]:
+    """The positions of the placeholders among the whitespace-separated tokens."""
+    return [k for k, word in enumerate(text.split()) if word.startswith("[...]")]
+
+
+@pytest.mark.parametrize("prefix", SHIFTING_PREFIXES)
+def test_a_long_text_masks_the_tokens_a_short_text_masks(monkeypatch, glove_5k, prefix):
+    """A long text is masked in pieces; the spans must be found on the text as lookup reads
+    it, exactly once: the same placeholders and records as the same words in a short text."""
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    body = prefix * 30 + DISGUISED
+    short = privatize_text(body, mech, mask="identifiers")
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 64)
+    long = privatize_text(body + " the cat" * 40, mech, mask="identifiers")
+    assert placeholders(short.text) == placeholders(long.text)
+    assert short.guarantee.spans_masked == 6 + 30 * (prefix == "x\u00b2 ")  # x² reads x2
+    assert long.guarantee.spans_masked == short.guarantee.spans_masked
+    assert long.guarantee.spans_masked == len(placeholders(short.text))
+    capped = dxp.Madlib(glove_5k, epsilon=3.0, accountant=dxp.Accountant(cap=1e9))
+    (again,) = privatize_all([body + " the cat" * 40], capped, mask="identifiers")
+    assert placeholders(again.text) == placeholders(short.text)
+
+
+def test_a_long_text_never_releases_a_disguised_identifier_under_passthrough(monkeypatch, glove_5k):
+    monkeypatch.setattr(text_module, "PIECE_CHARS", 64)
+    with pytest.warns(dxp.PrivacyWarning, match="passthrough"):
+        mech = dxp.Madlib(glove_5k, epsilon=3.0, oov="passthrough")
+    raw = [
+        "\u00b9\u2079\u2079\u2079",
+        "\uff4c\uff45\uff54\uff54",
+        "bob@exa",
+        "1234567",
+        "2024",
+        "1999",
+    ]
+    for prefix in ["", *SHIFTING_PREFIXES]:
+        result = privatize_text(
+            prefix * 200 + DISGUISED + " the cat" * 40, mech, mask="identifiers"
+        )
+        assert not [part for part in raw if part in result.text], prefix
+        assert result.guarantee.spans_masked == 6 + 200 * (prefix == "x\u00b2 ")
+
+
+def test_the_oov_position_reads_the_mask_as_the_release_does():
+    """The CLI's ``--oov raise`` location: the masked identifier is one placeholder (never
+    privatized), so the first privatized token after ``born`` is the OOV word."""
+    for text in [
+        "born \u00b9\u2079\u2079\u2079 qqzzxyq end",
+        "a\u200b\u200b\u200b\u200b b 1999 qqzzxyq end",
+    ]:
+        index = 1 if text.startswith("born") else 2
+        assert selected_token_offset(text, index, mask="identifiers") == text.index("qqzzxyq")
+
+
+#: Pieces for texts whose reading differs from their writing: invisible characters,
+#: combining marks (after a letter, after whitespace), ligatures, full-width and
+#: superscript forms, a Roman numeral, whitespace of several kinds.
+READING_ALPHABET = ["a", "e", "1", "@", ".", "x", " ", "  ", "\u00a0", "\n", "\u200b"]
+READING_ALPHABET += ["\u00ad", "\u0301", "\u0327", "\ufb01", "\uff20", "\uff0e", "\u00b2"]
+READING_ALPHABET += ["\u00e9", "\u2167"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(READING_ALPHABET),
+        max_size=40,
+    ).map("".join)
+)
+def test_a_text_cut_after_whitespace_reads_as_its_parts_read(text):
+    """What lets a long text's pieces share the spans found once on the whole: the reading
+    of a piece (cut after whitespace, as :func:`pieces` cuts) is that part of the whole's
+    reading, and :meth:`~masks.Reading.visible` says where it starts. Composed or not, a
+    text reads the same (the spaCy door reads the Doc as written, the others compose)."""
+    import unicodedata
+
+    whole = masks.Reading.of(text)
+    assert masks.Reading.of(unicodedata.normalize("NFC", text)).text == whole.text
+    for cut in [m.end() for m in re.finditer(r"\S\s+(?=\S)", text)]:
+        head = masks.Reading.of(text[:cut]).text
+        assert head + masks.Reading.of(text[cut:]).text == whole.text
+        assert whole.visible(cut) == len(head)
+    for k in range(len(whole.text)):  # each character read comes from one place, in order
+        start, end = whole.original(k, k + 1)
+        assert 0 <= start < end <= len(text)
+        assert k == 0 or start >= whole.original(k - 1, k)[0]
+
+
+def test_a_decomposed_address_is_masked_in_every_door(glove_5k):
+    """``e`` + U+0301 (macOS, PDF extraction): the text doors compose the text, the spaCy
+    component reads the Doc as written; both read it as lookup does, so both mask it."""
+    text = "mail rene\u0301e@cafe\u0301.fr or john@be\u0301ziers.fr today"
+    mech = dxp.Madlib(glove_5k, epsilon=3.0)
+    private = privatize_text(text, mech, mask="identifiers")
+    assert placeholders(private.text) == [1, 3] and private.guarantee.spans_masked == 2
+    nlp = spacy.blank("en")
+    nlp.add_pipe(
+        "dxp_privatizer", config={"epsilon": 3.0, "vocab_size": 5000, "mask": "identifiers"}
+    )
+    doc = nlp(text)
+    assert placeholders(doc._.dxp_text) == [1, 3] and doc._.dxp_guarantee["spans_masked"] == 2
