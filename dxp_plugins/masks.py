@@ -198,16 +198,30 @@ class Mask:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The non-empty spans ``find`` gives for ``text``, checked and sorted."""
+        given = self.find(text)
+        try:
+            spans = iter(given)
+        except TypeError:
+            raise TypeError(
+                f"mask {self.name!r} must give an iterable of (start, end) pairs, "
+                f"got {type(given).__name__}"
+            ) from None
         found = []
-        for span in self.find(text):
+        for span in spans:
             try:
                 start, end = span
             except (TypeError, ValueError):
                 raise TypeError(
                     f"mask {self.name!r} must give (start, end) pairs, got {type(span).__name__}"
                 ) from None
-            if not (isinstance(start, int | np.integer) and isinstance(end, int | np.integer)):
-                raise TypeError(f"mask {self.name!r} must give int offsets")
+            if not all(
+                isinstance(offset, int | np.integer) and not isinstance(offset, bool)
+                for offset in (start, end)
+            ):
+                raise TypeError(
+                    f"mask {self.name!r} must give int offsets, got {type(start).__name__} "
+                    f"and {type(end).__name__}"
+                )
             if not 0 <= start <= end <= len(text):
                 raise ValueError(
                     f"mask {self.name!r} gave a span outside the text (offsets {int(start)} to "

@@ -395,7 +395,16 @@ def test_a_mask_giving_bad_spans_is_refused_before_any_spend(monkeypatch, glove_
         privatize_text("hello there", mech, mask="outside-test")
     with pytest.raises(TypeError, match=r"must give \(start, end\) pairs"):
         privatize_text("hello there", mech, mask="words-test")
-    assert mech.accountant.spent == 0
+    register(monkeypatch, "masks", "none-test", lambda text: None)
+    register(monkeypatch, "masks", "bool-test", lambda text: [(False, True)])
+    with pytest.raises(TypeError, match=r"mask 'none-test' must give an iterable .* got NoneType"):
+        privatize_text("hello there", mech, mask="none-test")
+    with pytest.raises(TypeError, match="mask 'bool-test' must give int offsets, got bool"):
+        privatize_text("hello there", mech, mask="bool-test")
+    step = TextPrivatizer(epsilon=3.0, embeddings=glove_5k, mask="none-test")
+    with pytest.raises(TypeError, match="none-test"):
+        step.fit_transform(["hello there"] * 3)
+    assert mech.accountant.spent == 0 and step.accountant_.spent == 0
 
 
 # -- the record -------------------------------------------------------------------------------
