@@ -32,6 +32,15 @@ nothing, and counts in ``tokens_passed_through`` (never as a raw word) and in th
 privatized or counted. The spaCy component's per-token values give the placeholder to the
 first hidden token and ``""`` to the others.
 
+**What the built-ins do not find** (their words are privatized like any other): a domain
+without ``http://``, ``https://`` or ``www.`` (``yahoo.com`` is a GloVe row), other
+schemes (``ftp://``), a quoted local part holding a space (``"john doe"@...``), a domain
+holding a combining mark with no precomposed letter, the words of a date (``March``), an
+IBAN's bank code, Roman numerals (``Ⅷ`` reads ``viii``), numbers written as words,
+``@handles``, spelled-out addresses (``bob [at] example [dot] com``) and names. "Numbers"
+are digits, in any script. No bare-domain rule is built in: ``word.word`` is also ordinary
+text (a missing space after a full stop, file names), and top-level domains include words.
+
 Not protected: the masking is decided from the raw text, so where the placeholders are and
 how many there are shows (like the layout), and the guarantee's bound holds between texts
 that mask the same tokens. A mask cannot find names: see docs/front-doors.md.
@@ -169,7 +178,8 @@ def regex_mask(pattern: str | re.Pattern[str], flags: int = 0) -> MaskFunction:
 
 
 def identifiers(text: str) -> Iterable[tuple[int, int]]:
-    """E-mail addresses, URLs, numbers (phones, dates, cards) and words holding digits."""
+    """E-mail addresses, URLs (http://, https://, www.), numbers written in digits (phones,
+    dates, cards) and words holding digits; not bare domains, month names, number words."""
     return _search(text, True, True, True)
 
 
@@ -179,7 +189,7 @@ def emails(text: str) -> Iterable[tuple[int, int]]:
 
 
 def urls(text: str) -> Iterable[tuple[int, int]]:
-    """URLs starting http://, https:// or www."""
+    """URLs starting http://, https:// or www. (not bare domains such as example.com)."""
     return _search(text, False, True, False)
 
 

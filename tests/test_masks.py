@@ -112,6 +112,21 @@ def test_the_built_in_masks_find_what_their_patterns_find(text):
         assert list(find(text)) == [m.span() for m in pattern.finditer(text)], (find, text)
 
 
+def test_the_shapes_the_docs_say_identifiers_leaves_are_left():
+    """README, front-doors.md, ``--help`` and the module say these are privatized, not
+    masked (red-team F3): widening the pattern must update them."""
+    mask = masks.Mask("identifiers", masks.identifiers)
+    for text, found in [
+        ("write to yahoo.com now", []),
+        ('write "john doe"@example.com', []),
+        ("born March 14, 2024", ["14", "2024"]),
+        ("GB82 WEST 1234 5698", ["GB82", "1234 5698"]),
+        ("chapter \u2167, forty-two, ping @bob_smith", []),
+        ("bob [at] example [dot] com, ftp://files.example/x", []),
+    ]:
+        assert [text[a:b] for a, b in masks.visible_spans(mask, text)] == found, text
+
+
 def test_a_match_ending_inside_a_run_is_followed_as_the_pattern_follows_it():
     """A number can end before a hyphen inside a run of word characters; the pattern then
     starts its next match there, in the middle of the run, which the built-ins' guarded
