@@ -284,8 +284,9 @@ def resolve(registry: catalogue.Registry, name: str, *, setting: str | None = No
 
 
 def describe(registry: catalogue.Registry) -> dict[str, str]:
-    """Name -> first docstring line of every entry; a broken plugin is listed as
-    ``[failed to load: ErrorType]`` and warns (with the error) instead of failing.
+    """Name -> docstring summary (its first paragraph, on one line) of every entry; a broken
+    plugin is listed as ``[failed to load: ErrorType]`` and warns (with the error) instead of
+    failing.
 
     A duplicate name says so in its line: which declaration is used and which are ignored,
     or that it is refused (two non-built-in sources; nothing is imported for it).
@@ -308,7 +309,7 @@ def describe(registry: catalogue.Registry) -> dict[str, str]:
             described[name] = f"[failed to load: {type(cause).__name__}]"
             continue
         doc = (getattr(entry, "__doc__", None) or "").strip()
-        line = doc.splitlines()[0] if doc else ""
+        line = " ".join(doc.split("\n\n")[0].split())  # the summary, however many lines
         if len(listed) > 1:
             ignored = "; ".join(d.describe() for d in listed[1:])
             line = f"{line} [duplicate name: also declared by {ignored}; the built-in is used]"

@@ -327,6 +327,14 @@ def test_mechanisms_list(capsys):
     assert "``" not in out  # docstring markup stays out of the terminal
 
 
+def test_masks_list_gives_each_built_in_its_whole_summary(capsys):
+    code, out, _ = run(["masks", "list"], capsys)
+    lines = dict(line.split(None, 1) for line in out.splitlines())
+    assert code == 0 and sorted(lines) == ["emails", "identifiers", "numbers", "urls"]
+    # a summary over two docstring lines is listed whole (it stopped at "(phones,")
+    assert lines["identifiers"].rstrip().endswith("number words.")
+
+
 @pytest.mark.parametrize(("option", "name"), [("-o", "--output"), ("--report", "--report")])
 def test_output_over_an_input_is_refused(tmp_path, capsys, monkeypatch, option, name):
     """``-o n2.txt`` on n2.txt emptied the input and exited 0."""

@@ -317,18 +317,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_calibrate(commands)
 
-    emb = commands.add_parser("embeddings", help="embedding registry")
-    emb.set_defaults(handler=_help(emb))
-    emb_commands = emb.add_subparsers(dest="action", parser_class=_Parser)
-    emb_commands.add_parser("list", help="list installed embedding loaders").set_defaults(
-        handler=lambda args: _list("embeddings")
-    )
-    mech = commands.add_parser("mechanisms", help="mechanism registry")
-    mech.set_defaults(handler=_help(mech))
-    mech_commands = mech.add_subparsers(dest="action", parser_class=_Parser)
-    mech_commands.add_parser("list", help="list installed mechanisms").set_defaults(
-        handler=lambda args: _list("mechanisms")
-    )
+    for kind, what in (
+        ("embeddings", "embedding loaders"),
+        ("mechanisms", "mechanisms"),
+        ("masks", "masks (--mask)"),
+    ):
+        command = commands.add_parser(kind, help=f"{kind[:-1]} registry")
+        command.set_defaults(handler=_help(command))
+        actions = command.add_subparsers(dest="action", parser_class=_Parser)
+        listing = actions.add_parser("list", help=f"list installed {what}")
+        listing.set_defaults(handler=lambda args, kind=kind: _list(kind))
     return parser
 
 
