@@ -203,6 +203,41 @@ def test_a_registered_mask_cutting_mid_token_masks_the_whole_token(monkeypatch, 
         assert result.guarantee.mask == "ari-test" and result.guarantee.spans_masked == 1
 
 
+# -- mutants: the check above must catch the bug classes a mask can have -------------------
+_APPLY_MASK = masks.apply_mask
+
+
+def _whole_tokens_only(doc, spans):
+    """Mutant: hides only tokens a span covers whole (a partial mask leaves the word)."""
+    starts, at = [], 0
+    for word, space in zip(doc.words, doc.spaces, strict=True):
+        starts.append((at, at + len(word)))
+        at += len(word) + len(space)
+    kept = [(a, b) for a, b in spans if any(a <= s and e <= b for s, e in starts)]
+    return _APPLY_MASK(doc, kept)
+
+
+def _shifted(doc, spans):
+    """Mutant: offsets shifted (the long-text bug of the red team, F1: placeholders fell on
+    other words)."""
+    return _APPLY_MASK(doc, [(a + 6, b + 6) for a, b in spans])
+
+
+@pytest.mark.parametrize("mutant", [_whole_tokens_only, _shifted])
+def test_the_released_word_check_catches_mask_mutants(monkeypatch, glove_5k, mutant):
+    register(monkeypatch, "masks", "ari-test", masks.regex_mask("ari"))
+    mech = dxp.Madlib(glove_5k, epsilon=200.0)
+    texts = ["Call Maria today"] * 50
+
+    def released() -> int:
+        private = privatize_texts(texts, mech, mask="ari-test")
+        return sum("maria" in result.text.lower() for result in private)
+
+    assert released() == 0
+    monkeypatch.setattr(masks, "apply_mask", mutant)
+    assert released() > 40  # the word comes out as itself: the check above would fail
+
+
 def test_an_invisible_mark_inside_an_identifier_does_not_hide_it_from_the_mask(glove_5k):
     """Lookup drops zero-width characters, so ``mikell@nyt<ZWSP>imes.com`` finds the GloVe
     row; the mask reads the text without them too, and hides the whole token."""
