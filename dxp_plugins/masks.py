@@ -26,8 +26,9 @@ it (a partial mask is worse than none: ``Mary.O'Brien@...`` cut after ``O'`` wou
 ``Mary``, a vocabulary word). The tokens a span overlaps, from the first to the last, become
 one token :data:`PLACEHOLDER` ``[...]`` followed by the whitespace after the last of them
 (spans whose tokens overlap make one placeholder; a span over whitespace only hides
-nothing). The placeholder is allow-listed punctuation: it passes through unchanged, spending
-nothing, and counts in ``tokens_passed_through`` (never as a raw word) and in the record's
+nothing). The placeholder is made of punctuation only and is never selected: it passes
+through unchanged, spending nothing, and counts in ``tokens_passed_through`` (never as a
+raw word) and in the record's
 ``spans_masked``; the record names the mask (``mask``). What was hidden is never released,
 privatized or counted. The spaCy component's per-token values give the placeholder to the
 first hidden token and ``""`` to the others.
@@ -35,7 +36,8 @@ first hidden token and ``""`` to the others.
 **What the built-ins do not find** (their words are privatized like any other): a domain
 without ``http://``, ``https://`` or ``www.`` (``yahoo.com`` is a GloVe row), other
 schemes (``ftp://``), a quoted local part holding a space (``"john doe"@...``), a domain
-holding a combining mark with no precomposed letter, the words of a date (``March``), an
+holding a combining mark with no precomposed letter (``\u0301`` after ``x``; Devanagari
+and Thai domains), the words of a date (``March``), an
 IBAN's bank code, Roman numerals (``Ⅷ`` reads ``viii``), numbers written as words,
 ``@handles``, spelled-out addresses (``bob [at] example [dot] com``) and names. "Numbers"
 are digits, in any script. No bare-domain rule is built in: ``word.word`` is also ordinary
@@ -85,8 +87,9 @@ __all__ = [
 #: A mask: ``text -> iterable of (start, end)`` character spans to hide.
 MaskFunction = Callable[[str], Iterable[tuple[int, int]]]
 
-#: What a masked run of tokens becomes: punctuation only, on the allow-list
-#: (:data:`dxp_plugins.text.PUNCTUATION`), so it passes through and spends nothing.
+#: What a masked run of tokens becomes: punctuation only, never selected (it is not on the
+#: allow-list :data:`dxp_plugins.text.PUNCTUATION`; the raw-word count leaves it out), so it
+#: passes through and spends nothing.
 PLACEHOLDER = "[...]"
 
 _EMAIL = r"[^\s@<>()\[\],;:\"]+@[\w-]+(?:\.[\w-]+)+"

@@ -79,6 +79,12 @@ def test_a_token_filter_registered_in_code_chooses_the_words(tmp_path, capsys):
     assert record["tokens_privatized"] == 0 and record["words_passed_through"] == 6
 
 
+def test_masks_list_shows_a_mask_registered_in_code(tmp_path, capsys):
+    _, module = _files(tmp_path, MASK_CODE)
+    assert cli_main(["masks", "list", "--code", str(module)]) == 0
+    assert "order-ids" in capsys.readouterr().out
+
+
 def test_calibrate_takes_an_embeddings_loader_from_code(tmp_path, capsys):
     _, module = _files(tmp_path, LOADER_CODE)
     out = tmp_path / "calib"
@@ -97,6 +103,7 @@ def test_calibrate_takes_an_embeddings_loader_from_code(tmp_path, capsys):
             "mine.py, line 2: RuntimeError: no table",
         ),
         ("def (\n", "mine.py", "mine.py, line 1: SyntaxError"),
+        ("import sys\nsys.exit(3)\n", "mine.py", "mine.py, line 2: SystemExit: 3"),
         ("x = 1\n", "mine.txt", "mine.txt: give a Python file (.py)"),
     ],
 )

@@ -38,7 +38,7 @@ def import_code(path: str) -> None:
     sys.modules[MODULE] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # sys.exit() in the file too: one line
         del sys.modules[MODULE]
         line = _line_in(error, file)
         at = f", line {line}" if line is not None else ""

@@ -326,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.set_defaults(handler=_help(command))
         actions = command.add_subparsers(dest="action", parser_class=_Parser)
         listing = actions.add_parser("list", help=f"list installed {what}")
+        listing.add_argument(
+            "--code", action=_Once, metavar="FILE.py", help="import FILE.py first (see privatize)"
+        )
         listing.set_defaults(handler=lambda args, kind=kind: _list(kind))
     return parser
 
