@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -473,12 +474,17 @@ def _piece_masks(
     if masker is None:
         return (), lambda offset, piece: None
     reading = Reading.of(text)
-    found = masker.spans(reading.text)
+    found = masker.spans(reading.text)  # sorted by start
+    starts = [a for a, _ in found]
+    reach = list(itertools.accumulate((b for _, b in found), max))  # rises: bisectable
 
     def within(offset: int, piece: str) -> Mask:
         start, end = reading.visible(offset), reading.visible(offset + len(piece))
+        # Only the spans from the first reaching past ``start`` to the last opening before
+        # ``end`` can overlap the piece: each piece looks at its own, not at every span.
+        first, last = bisect.bisect_right(reach, start), bisect.bisect_left(starts, end)
         local = [
-            (max(a, start) - start, min(b, end) - start) for a, b in found if a < end and b > start
+            (max(a, start) - start, min(b, end) - start) for a, b in found[first:last] if b > start
         ]
         return dataclasses.replace(masker, find=lambda _text: local)
 
