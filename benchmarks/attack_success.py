@@ -46,6 +46,7 @@ released one (the same law, another generator: numpy PCG64 instead of seeded Cha
     python benchmarks/attack_success.py             # 5,000 tokens, 500k pool: ~2 minutes
     python benchmarks/attack_success.py --full      # 10,000 tokens, 1M pool: about twice the work
     python benchmarks/attack_success.py --madlib 1,3,5 --tem none --brr 0.25,0.5
+    python benchmarks/attack_success.py --madlib-index hnsw --tem none --brr none --name NAME
 
 Writes benchmarks/results/attack_success.json and .md (``--full``: attack_success_full.*;
 ``--name``).
@@ -400,6 +401,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="epsilons (default 3.75,10; none: skip)",
     )
     parser.add_argument(
+        "--madlib-index",
+        choices=["exact", "hnsw"],
+        default="exact",
+        help="Madlib's nearest-neighbour search (the attacker's pool decodes with the same)",
+    )
+    parser.add_argument(
         "--tem",
         type=epsilons_or_none,
         default=[2.0, 2.45],
@@ -639,6 +646,8 @@ def main(argv: list[str] | None = None) -> int:
             options["beta"] = args.tem_beta
         if name == "brr":
             options["n_bits"] = args.n_bits
+        if name == "madlib":
+            options["index"] = args.madlib_index
         return dxp.make_mechanism(name, setting.table, epsilon=epsilon, **options)
 
     has_brr = any(name == "brr" for name, _ in args.grid)
@@ -726,7 +735,8 @@ distinct words; {pct(info["oov_share"])} of tokens are out of the table and left
 largest weight "{top_word}" {pct(top_share)}). It sees k releases of one token and guesses
 the input. Targets: {tokens:,} tokens drawn from π (seed {args.seed}), {n_content:,}
 ({pct(n_content / tokens)}) content words (GloVe rank ≥ {args.content_rank}); each released
-{kmax} times by `privatize_ids`, an attack on k releases uses the first k. Attacks: prior
+{kmax} times by `privatize_ids` (Madlib's search: {args.madlib_index}), an attack on k
+releases uses the first k. Attacks: prior
 only (always "{top_word}"); kept / majority (the most frequent output, ties to the higher
 prior; at k = 1 the output itself: the kept rate); MAP (argmax π(w) Π p(y_j | w): exact and
 Bayes-optimal for TEM, through `TEM.distribution`; for Madlib and BRR the better of a
