@@ -151,3 +151,81 @@ def test_pieces_cut_only_after_whitespace(text, size):
         # after a whole whitespace run, between two non-space characters
         assert part[-1].isspace() and not following[0].isspace()
         assert len(part) > size or not part.strip()
+
+
+# -- masked releases (mask="identifiers"): the same door invariants, long texts included ----
+#: Identifier shapes, written plainly, full-width, with an invisible mark inside, and around
+#: vocabulary words (``h2o``), so the masked spans shift offsets and straddle piece cuts.
+identifier_pieces = st.sampled_from(
+    [
+        "x@y.org",
+        "mail bob@corp.example now",
+        "http://a.b/c",
+        "www.example.com.",
+        "+44 20 7946 0958",
+        "3.14",
+        "h2o",
+        "AB-48213",
+        "\uff58\uff20\uff59\uff0e\uff4f\uff52\uff47",  # x@y.org, full-width
+        "x@y\u200b.org",
+        "555\u200b0199",
+        "\ufb01",  # the fi ligature: NFKC makes it two characters
+    ]
+)
+masked_texts = st.lists(st.one_of(pieces, identifier_pieces), max_size=25).map("".join)
+
+
+def _masked_release(door_name: str, mech):
+    if door_name.startswith("spaCy"):
+        nlp = spacy.blank("en")
+        mode = door_name.split()[1]
+        config = {"epsilon": 8.0, "vocab_size": 2000, "mode": mode, "mask": "identifiers"}
+        nlp.add_pipe("dxp_privatizer", config=config)
+
+        def release(text: str) -> tuple[str, dxp.Guarantee]:
+            doc = nlp(text)
+            out = doc.text if mode == "replace" else doc._.dxp_text
+            return out, dxp.Guarantee.from_dict(doc._.dxp_guarantee)
+
+        return release
+    piece_chars = 8 if door_name.endswith("pieces") else text_module.PIECE_CHARS
+
+    def release(text: str) -> tuple[str, dxp.Guarantee]:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(text_module, "PIECE_CHARS", piece_chars)
+            result = privatize_text(text, mech, mask="identifiers")
+        return result.text, result.guarantee
+
+    return release
+
+
+@pytest.fixture(
+    scope="module", params=["text path", "text path in pieces", "spaCy annotate", "spaCy replace"]
+)
+def masked_door(request, mech):
+    return request.param, _masked_release(request.param, mech)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(text=masked_texts)
+@example(text="a\u200b 1999 " + "the cat " * 3)  # an invisible mark before a masked number
+def test_masked_release_invariants(masked_door, mech, text):
+    """Every door masks as the whole text path does (a long text's pieces included: the
+    red team's shifted spans), and what it hides is neither privatized nor counted raw."""
+    name, release = masked_door
+    out, guarantee = release(text)
+    leaked = {char for char in out if not char.isspace()} - _output_alphabet(mech)
+    assert not leaked, (text, out)
+    assert CANARY not in out.lower().replace(" ", "")
+    assert out.count("[...]") >= guarantee.spans_masked
+    whole = privatize_text(text, mech, mask="identifiers").guarantee
+    unmasked = privatize_text(text, mech).guarantee
+    assert guarantee.tokens_privatized <= unmasked.tokens_privatized
+    assert guarantee.words_passed_through == 0
+    if name.startswith("text path"):  # one normalisation: the counts are the same
+        for field in ("tokens_privatized", "tokens_passed_through", "spans_masked"):
+            assert getattr(guarantee, field) == getattr(whole, field), (field, text)
