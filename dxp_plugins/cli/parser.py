@@ -12,6 +12,7 @@ from .calibrate import DEFAULT_WORDS, _calibrate
 from .privatize import _privatize
 from .process import PROG
 from .records import DEFAULT_FIELD
+from .settings import _labels
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,37 +55,10 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-class _EachKeyOnce(argparse.Action):
-    """Collect ``KEY=VALUE`` pairs (``--param``, ``--embeddings-param``), each key once: the
-    pairs become a dict, where a repeated key's last value would win silently, as a
-    repeated single-valued option's did (diff review F5, twenty-fifth session)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        pairs = list(getattr(namespace, self.dest, None) or [])
-        key = values[0]
-        if any(given == key for given, _ in pairs):
-            raise argparse.ArgumentError(
-                self, f"key {key!r} given twice: each key takes one value, not the last of several"
-            )
-        setattr(namespace, self.dest, [*pairs, values])
-
-
-class _EachNameOnce(argparse.Action):
-    """Collect ``--keep-fields`` names (comma-separated, the option repeatable), each name
-    once: ``--keep-fields id,id`` listed ``id`` twice in the report. A repeat is refused,
-    as a repeated ``--param`` key is, rather than dropped: the command line says one thing
-    once. ``--field`` (``split=False``: one name per occurrence, a JSON key may hold a
-    comma) likewise: each ``--field`` is privatized, and a record's spend is their sum."""
-
-    def __init__(self, *args: Any, split: bool = True, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.split = split
+class _EachOnce(argparse.Action):
+    """Collect the values of a repeatable option, refusing any key given twice: a repeated
+    key would otherwise win silently (last value) or be listed twice. Subclasses say what
+    the keys of one value are (:meth:`_keys`) and how a repeat is refused (:meth:`_repeat`)."""
 
     def __call__(
         self,
@@ -94,18 +68,49 @@ class _EachNameOnce(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         given = list(getattr(namespace, self.dest, None) or [])
-        names = [name for value in given for name in self._names(value)]
-        for name in self._names(values):
-            if name in names:
-                raise argparse.ArgumentError(self, f"field {name!r} given twice: name it once")
-            names.append(name)
+        keys = [key for value in given for key in self._keys(value)]
+        for key in self._keys(values):
+            if key in keys:
+                raise argparse.ArgumentError(self, self._repeat(key))
+            keys.append(key)
         setattr(namespace, self.dest, [*given, values])
 
-    def _names(self, value: str) -> list[str]:
-        """The names of one value (``--keep-fields``: as settings._labels splits them)."""
-        if not self.split:
-            return [value]
-        return [name.strip() for name in value.split(",") if name.strip()]
+    def _keys(self, value: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def _repeat(self, key: Any) -> str:
+        raise NotImplementedError
+
+
+class _EachKeyOnce(_EachOnce):
+    """``KEY=VALUE`` pairs (``--param``, ``--embeddings-param``), each key once: the pairs
+    become a dict, where a repeated key's last value would win silently, as a repeated
+    single-valued option's did (diff review F5, twenty-fifth session)."""
+
+    def _keys(self, value: tuple[str, Any]) -> list[str]:
+        return [value[0]]
+
+    def _repeat(self, key: str) -> str:
+        return f"key {key!r} given twice: each key takes one value, not the last of several"
+
+
+class _EachNameOnce(_EachOnce):
+    """``--keep-fields`` names (comma-separated, the option repeatable), each name once:
+    ``--keep-fields id,id`` listed ``id`` twice in the report. A repeat is refused, as a
+    repeated ``--param`` key is, rather than dropped: the command line says one thing once.
+    ``--field`` (``split=False``: one name per occurrence, a JSON key may hold a comma)
+    likewise: each ``--field`` is privatized, and a record's spend is their sum."""
+
+    def __init__(self, *args: Any, split: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.split = split
+
+    def _keys(self, value: str) -> list[str]:
+        """The names of one value (``--keep-fields``: split as the run splits them)."""
+        return (_labels([value]) or []) if self.split else [value]
+
+    def _repeat(self, key: str) -> str:
+        return f"field {key!r} given twice: name it once"
 
 
 def _key_value(text: str) -> tuple[str, Any]:
