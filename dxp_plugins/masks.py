@@ -39,9 +39,10 @@ schemes (``ftp://``), a quoted local part holding a space (``"john doe"@...``), 
 holding a combining mark with no precomposed letter (``\u0301`` after ``x``; Devanagari
 and Thai domains), the words of a date (``March``), an
 IBAN's bank code, Roman numerals (``Ⅷ`` reads ``viii``), numbers written as words,
-``@handles``, spelled-out addresses (``bob [at] example [dot] com``) and names. "Numbers"
-are digits, in any script. No bare-domain rule is built in: ``word.word`` is also ordinary
-text (a missing space after a full stop, file names), and top-level domains include words.
+an ``@`` glued to a word (``cc:bob@team`` without a dotted domain), spelled-out
+addresses (``bob [at] example [dot] com``) and names. "Numbers" are digits, in any script.
+No bare-domain rule is built in: ``word.word`` is also ordinary text (a missing space after
+a full stop, file names), and top-level domains include words.
 
 Not protected: the masking is decided from the raw text, so where the placeholders are and
 how many there are shows (like the layout), and the guarantee's bound holds between texts
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMAILS",
+    "HANDLES",
     "IDENTIFIERS",
     "NUMBERS",
     "PLACEHOLDER",
@@ -76,6 +78,7 @@ __all__ = [
     "MaskFunction",
     "apply_mask",
     "emails",
+    "handles",
     "identifiers",
     "numbers",
     "regex_mask",
@@ -94,27 +97,31 @@ PLACEHOLDER = "[...]"
 
 _EMAIL = r"[^\s@<>()\[\],;:\"]+@[\w-]+(?:\.[\w-]+)+"
 _URL = r"(?i:https?://|www\.)[^\s<>()]*[^\s<>().,;:!?'\"]"
+_HANDLE = r"(?<![^\s<>()\[\],;:\"'])@\w(?:[\w.-]*\w)?"
 _NUMBER = r"\+?\d(?:[\d ()./-]*\d)?(?!\w)|[\w-]*\d[\w-]*"
 
 #: E-mail addresses (a local part without spaces, ``@``, a dotted domain).
 EMAILS = re.compile(_EMAIL)
 #: URLs starting ``http://``, ``https://`` or ``www.`` (any case), without trailing punctuation.
 URLS = re.compile(_URL)
+#: ``@handles`` (``@bob_smith``, ``@ops.team``): an ``@`` at the start of the text or after
+#: whitespace, a bracket or a quote, then word characters (inner ``.`` and ``-`` allowed).
+HANDLES = re.compile(_HANDLE)
 #: Numbers, phone numbers, dates and card numbers (digits joined by spaces, ``( ) . / -``,
 #: with an optional leading ``+``), and words holding a digit (``AB-48213``, ``h2o``, ``4th``).
 NUMBERS = re.compile(_NUMBER)
-#: All three: e-mail addresses first, then URLs, then numbers and words holding digits.
+#: All four: e-mail addresses first, then URLs, ``@handles``, numbers and words holding digits.
 #: (These patterns define the spans; ``finditer`` on them takes quadratic time on a long
 #: run of word characters. :func:`identifiers` and the other built-ins find the same spans
 #: in linear time: use them, not ``regex_mask(IDENTIFIERS)``, on untrusted text.)
-IDENTIFIERS = re.compile(f"{_EMAIL}|{_URL}|{_NUMBER}")
+IDENTIFIERS = re.compile(f"{_EMAIL}|{_URL}|{_HANDLE}|{_NUMBER}")
 
-#: What each part needs to match at all: an ``@``, a URL's start, a digit. A text without
+#: What each part needs to match at all: an ``@``, a URL's start, an ``@``, a digit. A text without
 #: one is searched without that part, which finds the same spans (the part could not match
 #: anywhere) in a fraction of the time: the e-mail part alone cost ~25 us per sentence.
 _URL_START = re.compile(r"(?i:https?://|www\.)")
 _DIGIT = re.compile(r"\d")
-_PARTS = (_EMAIL, _URL, _NUMBER)
+_PARTS = (_EMAIL, _URL, _HANDLE, _NUMBER)
 
 #: The parts again, each able to start only where it could not have started one character
 #: earlier: an address's local part, and a word holding a digit, at the start of their run
@@ -127,6 +134,7 @@ _PARTS = (_EMAIL, _URL, _NUMBER)
 _GUARDED_PARTS = (
     r'(?<![^\s@<>()\[\],;:"])' + _EMAIL,
     _URL,
+    _HANDLE,  # starts at an "@" only: nothing to rescan
     r"\+?\d(?:[\d ()./-]*\d)?(?!\w)|(?<![\w-])[\w-]*\d[\w-]*",
 )
 
@@ -136,8 +144,8 @@ def _alternatives(parts: tuple[str, ...], on: tuple[bool, ...]) -> re.Pattern[st
     return re.compile("|".join(chosen)) if chosen else None
 
 
-_COMBINED: dict[tuple[bool, bool, bool], tuple[re.Pattern[str], re.Pattern[str]] | None] = {}
-for _on in itertools.product((False, True), (False, True), (False, True)):
+_COMBINED: dict[tuple[bool, ...], tuple[re.Pattern[str], re.Pattern[str]] | None] = {}
+for _on in itertools.product((False, True), repeat=len(_PARTS)):
     _exact, _guarded = _alternatives(_PARTS, _on), _alternatives(_GUARDED_PARTS, _on)
     _COMBINED[_on] = None if _exact is None or _guarded is None else (_exact, _guarded)
 del _on, _exact, _guarded
@@ -157,12 +165,16 @@ def _finditer(
         position = match.end()
 
 
-def _search(text: str, email: bool, url: bool, number: bool) -> Iterable[tuple[int, int]]:
+def _search(
+    text: str, email: bool, url: bool, handle: bool, number: bool
+) -> Iterable[tuple[int, int]]:
     """The spans of the parts asked for (in IDENTIFIERS' order) that ``text`` can hold."""
+    at = "@" in text
     patterns = _COMBINED[
         (
-            email and "@" in text,
+            email and at,
             url and _URL_START.search(text) is not None,
+            handle and at,
             number and _DIGIT.search(text) is not None,
         )
     ]
@@ -181,24 +193,30 @@ def regex_mask(pattern: str | re.Pattern[str], flags: int = 0) -> MaskFunction:
 
 
 def identifiers(text: str) -> Iterable[tuple[int, int]]:
-    """E-mail addresses, URLs (http://, https://, www.), numbers written in digits (phones,
-    dates, cards) and words holding digits; not bare domains, month names, number words."""
-    return _search(text, True, True, True)
+    """E-mail addresses, URLs (http://, https://, www.), @handles, numbers written in digits
+    (phones, dates, cards) and words holding digits; not bare domains, month names, number
+    words."""
+    return _search(text, True, True, True, True)
 
 
 def emails(text: str) -> Iterable[tuple[int, int]]:
     """E-mail addresses."""
-    return _search(text, True, False, False)
+    return _search(text, True, False, False, False)
 
 
 def urls(text: str) -> Iterable[tuple[int, int]]:
     """URLs starting http://, https:// or www. (not bare domains such as example.com)."""
-    return _search(text, False, True, False)
+    return _search(text, False, True, False, False)
 
 
 def numbers(text: str) -> Iterable[tuple[int, int]]:
     """Numbers, phones, dates, card numbers and words holding digits (IDs)."""
-    return _search(text, False, False, True)
+    return _search(text, False, False, False, True)
+
+
+def handles(text: str) -> Iterable[tuple[int, int]]:
+    """@handles and @mentions (an "@" after whitespace, a bracket or a quote)."""
+    return _search(text, False, False, True, False)
 
 
 @dataclass(frozen=True)

@@ -330,7 +330,7 @@ def test_mechanisms_list(capsys):
 def test_masks_list_gives_each_built_in_its_whole_summary(capsys):
     code, out, _ = run(["masks", "list"], capsys)
     lines = dict(line.split(None, 1) for line in out.splitlines())
-    assert code == 0 and sorted(lines) == ["emails", "identifiers", "numbers", "urls"]
+    assert code == 0 and sorted(lines) == ["emails", "handles", "identifiers", "numbers", "urls"]
     # a summary over two docstring lines is listed whole (it stopped at "(phones,")
     assert lines["identifiers"].rstrip().endswith("number words.")
 

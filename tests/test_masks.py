@@ -53,8 +53,22 @@ def test_the_identifiers_mask_finds_the_recipe_shapes():
         "03/14/2024",
         "https://shop.example/o/48213",
     ]
-    for shape in ["AB-48213", "h2o", "4th", "Mary.O'Brien@corp.example", "WWW.Example.ORG/x"]:
+    for shape in [
+        "AB-48213",
+        "h2o",
+        "4th",
+        "Mary.O'Brien@corp.example",
+        "WWW.Example.ORG/x",
+        "@bob_smith",
+        "@ops.team-1",
+    ]:
         assert [shape[a:b] for a, b in masks.identifiers(shape)] == [shape], shape
+    mentions = "ping @bob_smith, (@ana.k) and '@Zoë' at 5 @ noon, not x@y or @."
+    assert [mentions[a:b] for a, b in masks.handles(mentions)] == [
+        "@bob_smith",
+        "@ana.k",
+        "@Zoë",
+    ]
     assert list(masks.identifiers("no identifier here, Alice.")) == []
     assert [TICKET[a:b] for a, b in masks.emails(TICKET)] == ["sarah.j@example.com"]
     assert [TICKET[a:b] for a, b in masks.urls(TICKET)] == ["https://shop.example/o/48213"]
@@ -95,6 +109,10 @@ def test_the_identifiers_mask_finds_the_recipe_shapes():
                 "aaaa",
                 "b.co",
                 "\u0661",
+                "@bob",
+                '"',
+                ":",
+                "_",
             ]
         ),
         max_size=30,
@@ -107,6 +125,7 @@ def test_the_built_in_masks_find_what_their_patterns_find(text):
         (masks.identifiers, masks.IDENTIFIERS),
         (masks.emails, masks.EMAILS),
         (masks.urls, masks.URLS),
+        (masks.handles, masks.HANDLES),
         (masks.numbers, masks.NUMBERS),
     ]:
         assert list(find(text)) == [m.span() for m in pattern.finditer(text)], (find, text)
@@ -118,10 +137,10 @@ def test_the_shapes_the_docs_say_identifiers_leaves_are_left():
     mask = masks.Mask("identifiers", masks.identifiers)
     for text, found in [
         ("write to yahoo.com now", []),
-        ('write "john doe"@example.com', []),
+        ('write "john doe"@example.com', ["@example.com"]),  # the names are left
         ("born March 14, 2024", ["14", "2024"]),
         ("GB82 WEST 1234 5698", ["GB82", "1234 5698"]),
-        ("chapter \u2167, forty-two, ping @bob_smith", []),
+        ("chapter \u2167, forty-two, cc:bob@team", []),
         ("bob [at] example [dot] com, ftp://files.example/x", []),
     ]:
         assert [text[a:b] for a, b in masks.visible_spans(mask, text)] == found, text
@@ -158,7 +177,7 @@ def test_the_built_in_masks_search_in_linear_time():
     import re._parser as parser
 
     searched = {pair[1].pattern for pair in masks._COMBINED.values() if pair is not None}
-    assert len(searched) == 7
+    assert len(searched) == 2 ** len(masks._PARTS) - 1
     for pattern in searched:
         for items in _first_items(pattern):
             guard, first = (
@@ -172,6 +191,8 @@ def test_the_built_in_masks_search_in_linear_time():
     assert list(masks.numbers("a" * 40_000 + " 1")) == [(40_001, 40_002)]
     assert list(masks.emails("a" * 40_000 + "@")) == []
     assert list(masks.identifiers("x" * 40_000 + "@ 1")) == [(40_002, 40_003)]
+    assert list(masks.handles(" @" + "a." * 20_000)) == [(1, 40_001)]
+    assert list(masks.identifiers("@" * 40_000 + " @a")) == [(40_001, 40_003)]
 
 
 def test_a_span_cutting_a_token_hides_the_whole_token_in_one_placeholder():
@@ -417,7 +438,7 @@ def test_text_privatizer_takes_mask_as_a_parameter(glove_5k):
 
 def test_unknown_masks_are_refused_in_every_door_naming_the_known_ones(tmp_path, glove_5k, capsys):
     mech = dxp.Madlib(glove_5k, epsilon=3.0)
-    known = "emails, identifiers, numbers, urls"
+    known = "emails, handles, identifiers, numbers, urls"
     with pytest.raises(ValueError, match=f"mask: unknown name 'ids'; available: {known}"):
         privatize_text("x", mech, mask="ids")
     with pytest.raises(ValueError, match="unknown name 'ids'"):

@@ -208,9 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "replace what a registered mask finds by [...] before privatizing, whole tokens "
             "at a time; what it hides is never released: identifiers (e-mail addresses, "
-            "URLs starting http(s):// or www., numbers written in digits, words holding "
-            "digits; NOT bare domains such as yahoo.com, month names, Roman numerals, "
-            "number words, @handles or names), emails, urls, numbers, or a plugin's "
+            "URLs starting http(s):// or www., @handles, numbers written in digits, words "
+            "holding digits; NOT bare domains such as yahoo.com, month names, Roman "
+            "numerals, number words or names), emails, urls, handles, numbers, or a plugin's "
             "(dxp_plugins_masks; default: none)"
         ),
     )
