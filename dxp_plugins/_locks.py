@@ -14,6 +14,8 @@ import weakref
 from collections.abc import Hashable, MutableMapping
 from typing import Any
 
+from ._process import this_process
+
 _HOLDERS: weakref.WeakSet[Any] = weakref.WeakSet()
 #: Guards the creation of the per-key locks of :func:`key_lock` (fresh in a forked child).
 _KEY_LOCKS_GUARD = threading.Lock()
@@ -26,16 +28,17 @@ def fork_safe_lock(holder: Any) -> threading.Lock:
 
 
 def key_lock(store: MutableMapping[Any, Any], key: Hashable) -> threading.Lock:
-    """The lock of ``key``, kept in ``store`` as ``(pid, lock)`` and made on first use: a
+    """The lock of ``key``, kept in ``store`` as ``(process, lock)`` and made on first use: a
     first computation per key (``neighbors._build_once``,
     ``embeddings.shared._load_shared``) runs once while other keys do not wait. A lock made
     in another process (inherited by fork, maybe held by a thread the child does not have)
     is replaced."""
+    here = this_process()
     with _KEY_LOCKS_GUARD:
         owner, lock = store.get(key, (None, None))
-        if owner != os.getpid() or lock is None:
+        if owner != here or lock is None:
             lock = threading.Lock()
-            store[key] = (os.getpid(), lock)
+            store[key] = (here, lock)
     return lock
 
 

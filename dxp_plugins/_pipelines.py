@@ -16,13 +16,13 @@ it is dropped, as before. At most :data:`POOL_LIMIT` pipelines of one name and
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import weakref
 from typing import Any
 
 from ._locks import fork_safe_lock
+from ._process import this_process
 
 #: Idle pipelines kept per name for new threads, and in all (more are dropped).
 POOL_LIMIT = 4
@@ -100,12 +100,12 @@ def _load(name: str | None) -> Any:
     return nlp
 
 
-def _give_back(pipelines: dict[str | None, Any], pid: int) -> None:
+def _give_back(pipelines: dict[str | None, Any], process: tuple[int, int]) -> None:
     """A finished thread's pipelines, to the pool (runs as the thread's locals go). In a
     forked child the parent's other threads' locals go before the after-fork hooks have
     made the pool's lock anew (held by a parent thread, it would never be released):
     their pipelines are dropped there, untouched."""
-    if os.getpid() != pid:
+    if this_process() != process:
         pipelines.clear()
         return
     while pipelines:
@@ -119,7 +119,7 @@ def _this_thread() -> dict[str | None, Any]:
     if pipelines is None:
         pipelines = _LOCAL.pipelines = {}
         _LOCAL.lease = lease = _Lease()
-        weakref.finalize(lease, _give_back, pipelines, os.getpid()).atexit = False
+        weakref.finalize(lease, _give_back, pipelines, this_process()).atexit = False
     return pipelines
 
 

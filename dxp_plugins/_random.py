@@ -11,7 +11,9 @@ The generator never leaves the object: it is excluded from pickles and ``repr``.
 
 Only the original object, in the process that created it, draws the seed's own stream
 (that is what makes a seeded run reproducible). Every other keying gets a stream of its
-own: after a ``fork`` a secure source draws a fresh OS key and a seeded one derives a
+own: after a ``fork`` (counted by a fork hook, not read from the pid alone: a forked child
+handed a pid its ancestor had, pids being reused, re-keys all the same) a secure source
+draws a fresh OS key and a seeded one derives a
 stream from ``(seed, pid, n, r)``, where ``n`` counts such keyings in the process and ``r``
 is 128 bits from the operating system (two processes that are handed the same pid, with
 the same count inherited from their parent, still differ); a deep copy or an unpickled copy
@@ -47,6 +49,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._locks import fork_safe_lock
+from ._process import this_process
 from ._validation import check_int
 from .errors import SeededRandomnessWarning, warn
 
@@ -156,7 +159,7 @@ class RandomSource:
                 "private releases",
                 SeededRandomnessWarning,
             )
-        self._origin_pid = os.getpid()
+        self._origin = this_process()
         self._is_copy = False
         if self._seed is not None and _built_by_module_code_in_a_worker():
             self._is_copy = True
@@ -166,7 +169,7 @@ class RandomSource:
                 "worker imported)"
             )
         self._lock = fork_safe_lock(self)
-        self._pid = -1
+        self._keyed_in: tuple[int, int] | None = None  # the process the generator is for
         self._generator: np.random.Generator | None = None
 
     @property
@@ -181,12 +184,12 @@ class RandomSource:
 
     def generator(self) -> np.random.Generator:
         """The generator for this process, (re-)keyed on first use after a fork."""
-        pid = os.getpid()
-        if self._generator is None or self._pid != pid:
+        here = this_process()
+        if self._generator is None or self._keyed_in != here:
             with self._lock:
-                if self._generator is None or self._pid != pid:
-                    self._generator = self._new_generator(pid)
-                    self._pid = pid
+                if self._generator is None or self._keyed_in != here:
+                    self._generator = self._new_generator(here)
+                    self._keyed_in = here
         return self._generator
 
     def independent(self, stream: int) -> np.random.Generator:
@@ -212,28 +215,28 @@ class RandomSource:
         drawn = rng.integers(0, 2**32, size=4, dtype=np.uint64).tolist()
         return _seeded_generator(self._seed, (_HELPER_STREAM, *drawn, 0))
 
-    def _new_generator(self, pid: int) -> np.random.Generator:
+    def _new_generator(self, here: tuple[int, int]) -> np.random.Generator:
         if self._seed is None:
             return _secure_generator()
-        if pid == self._origin_pid and not self._is_copy:
+        if here == self._origin and not self._is_copy:
             return _seeded_generator(self._seed, ())  # the original: the seed's own stream
         if not self._is_copy:  # a copy warned when it was made
             _warn_not_reproducible("a seeded random source forked into another process")
         fresh = int.from_bytes(os.urandom(16), "little")  # pids are reused (module doc)
-        return _seeded_generator(self._seed, (pid, next(_KEYINGS), fresh))
+        return _seeded_generator(self._seed, (here[0], next(_KEYINGS), fresh))
 
     def __getstate__(self) -> dict[str, Any]:
         # Never the generator or its state (PRIVACY.md 18).
-        return {"seed": self._seed, "origin_pid": self._origin_pid}
+        return {"seed": self._seed, "origin_pid": self._origin[0]}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._seed = state["seed"]
-        self._origin_pid = state["origin_pid"]
+        self._origin = (state["origin_pid"], -1)  # a copy: never the original's process
         self._is_copy = True
         if self._seed is not None:
             _warn_not_reproducible("an unpickled or deep-copied seeded random source")
         self._lock = fork_safe_lock(self)
-        self._pid = -1
+        self._keyed_in = None
         self._generator = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RandomSource:

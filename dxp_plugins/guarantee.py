@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import os
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from decimal import Decimal
 from typing import Any, Literal, get_args
 
 from ._locks import fork_safe_lock
+from ._process import this_process
 from ._validation import is_integral, is_real
 from .errors import BudgetExceededError, PrivacyWarning, warn
 
@@ -523,7 +523,7 @@ def merged(
 
 
 #: (process id, ledger id) of the ledgers whose copies warned in this process.
-_WARNED_COPIES: set[tuple[int, str]] = set()
+_WARNED_COPIES: set[tuple[tuple[int, int], str]] = set()
 
 
 class Accountant:
@@ -563,7 +563,7 @@ class Accountant:
         self._cap: float | None = None
         self.cap = cap
         self._is_copy = False
-        self._owner_pid = os.getpid()
+        self._owner = this_process()
         # The sum of the charges, compensated (Neumaier): a plain float total lost any
         # charge below half an ulp of it (1,000 charges of 1e-12 added nothing to 16,800;
         # numerical review F8); _spent + _spent_low stays within a few ulps of the exact sum.
@@ -647,7 +647,7 @@ class Accountant:
             self._releases += 1
             if unit is not None:
                 self._unit = unit
-            seen = (os.getpid(), self._ledger_id)
+            seen = (this_process(), self._ledger_id)
             warn_copy = self._passed_in and self.is_copy and seen not in _WARNED_COPIES
             if warn_copy:
                 _WARNED_COPIES.add(seen)
@@ -764,7 +764,7 @@ class Accountant:
     def is_copy(self) -> bool:
         """True for a pickled copy or in a forked child: the original never hears of its
         charges, so with a cap it refuses them."""
-        return self._is_copy or os.getpid() != self._owner_pid
+        return self._is_copy or this_process() != self._owner
 
     def __copy__(self) -> Accountant:
         return self
@@ -780,7 +780,7 @@ class Accountant:
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = {
             "_unit": None,
-            "_owner_pid": -1,
+            "_owner": (-1, -1),
             "_words_released_raw": 0,
             "_spent_low": 0.0,
             "_passed_in": True,
@@ -790,6 +790,7 @@ class Accountant:
         for name in ("cap", "spent", "tokens_privatized", "releases", "unit"):
             if name in state:  # pickled when these were plain attributes
                 state[f"_{name}"] = state.pop(name)
+        state.pop("_owner_pid", None)  # pickled before the fork count (a copy either way)
         self.__dict__.update(state)
         self._is_copy = True
         self._lock = fork_safe_lock(self)

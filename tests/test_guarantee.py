@@ -269,6 +269,25 @@ def test_a_forked_child_refuses_to_charge_a_capped_ledger():
     capped.charge(1.0, 1)  # the parent's own ledger is unaffected
 
 
+def test_a_forked_child_handed_the_owners_pid_still_refuses_a_capped_ledger():
+    """Pids are reused: a forked child handed its ancestor's pid was taken for the owner,
+    so its copy of a capped ledger charged on, spending the cap a second time (seeded
+    reproducibility review F3); a fork hook counts forks, so it is a copy whatever pid."""
+    capped, owner = Accountant(cap=5), os.getpid()
+    pid = os.fork()
+    if pid == 0:  # child: whatever happens, it never returns into pytest
+        code = 1
+        try:
+            os.getpid = lambda: owner  # type: ignore[assignment]  # the child exits below
+            capped.charge(1.0, 1)
+        except dxp.BudgetExceededError:
+            code = 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 3
+
+
 def test_an_accountant_adds_spend_in_one_unit_only(glove_5k):
     """Madlib's epsilon is per Euclidean unit, BRR's per flipped bit: their sum means
     nothing, so the ledger refuses the second unit (with or without a cap)."""

@@ -212,12 +212,17 @@ def test_mechanism_pickle_carries_no_generator(glove_5k):
     assert clone.privatize(["hockey"])  # re-keys on first use
 
 
-def _child_draws(source: RandomSource) -> np.ndarray:
+def _child_draws(source: RandomSource, as_pid: int | None = None) -> np.ndarray:
+    """What ``source`` draws in a forked child (``as_pid``: the pid the child is handed)."""
     read, write = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # child: whatever happens, it never returns into pytest
         try:
             os.close(read)
+            if as_pid is not None:  # in the child only: it exits below
+                os.getpid = lambda: as_pid  # type: ignore[assignment]
+            assert as_pid is not None or os.getpid() != parent
             os.write(write, source.generator().random(4).tobytes())
         finally:
             os._exit(0)
@@ -241,6 +246,21 @@ def test_forked_children_never_replay_the_parent_stream(seed):
     parent = source.generator().random(4)
     assert not np.array_equal(child_one, parent)
     assert not np.array_equal(child_one, child_two)
+
+
+@pytest.mark.parametrize("seed", [None, 11])
+def test_a_forked_child_handed_its_ancestors_pid_never_replays_it(seed):
+    """Pids are reused: a daemon forked before a process exits can later fork a child that
+    is handed that process's pid, with the generator state it had at the first fork. Keyed
+    by pid alone the child replayed what the process drew after that fork, secure noise
+    included (seeded reproducibility review F3: seen with ``unshare --pid``); a fork hook
+    now counts forks, so the child re-keys whatever pid it is given."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
+        source = RandomSource(seed)
+    source.generator().random(4)  # keyed here before the fork
+    child = _child_draws(source, as_pid=os.getpid())
+    assert not np.array_equal(child, source.generator().random(4))
 
 
 def test_seeded_source_replays_only_in_its_own_process():
