@@ -82,3 +82,56 @@ def test_stdout_shared_with_an_input_only_when_not_a_regular_file(tmp_path):
     assert done.returncode == 0 and done.stdout == b"the hockey team\n", done.stderr
     with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as stdout:
         assert _dxp("-", os.devnull, "-e", 300, stdin=stdin, stdout=stdout).returncode == 0
+
+
+def _occupy_after_the_run(monkeypatch, target):
+    """Put a non-empty folder at ``target`` once the documents are written: the check before
+    the run passed, the final os.replace fails (as on an immutable file, `chattr +i`)."""
+    import dxp_plugins.cli.privatize as privatize
+
+    original = privatize._privatize_inputs
+
+    def then_occupy(*args, **kwargs):
+        original(*args, **kwargs)
+        target.unlink(missing_ok=True)
+        target.mkdir()
+        (target / "kept").write_text("")
+
+    monkeypatch.setattr(privatize, "_privatize_inputs", then_occupy)
+
+
+def test_a_failed_final_replace_of_the_output_names_it(tmp_path, capsys, monkeypatch):
+    """CLI review F5: `dxp: error: Operation not permitted` named no file."""
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("the hockey team\n" * 2)
+    _occupy_after_the_run(monkeypatch, target)
+    code, out, err = run(["privatize", source, "-e", 300, "-o", target, *FAST], capsys)
+    assert code == 1 and out == ""
+    assert err == f"dxp: error: writing {target}: Is a directory\n"
+    assert [path.name for path in tmp_path.iterdir() if path.name.endswith(".tmp")] == []
+
+
+def test_a_failed_final_replace_of_the_report_names_it(tmp_path, capsys, monkeypatch):
+    """F5: after streaming, `...; 2 documents were already written to stdout (the report of
+    them could not be written)` did not say which file failed, nor why."""
+    source, report = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("the hockey team\n" * 2)
+    _occupy_after_the_run(monkeypatch, report)
+    code, out, err = run(["privatize", source, "-e", 300, "--report", report, *FAST], capsys)
+    assert code == 1 and out == "the hockey team\n" * 2
+    assert err == (
+        f"dxp: error: writing {report}: Is a directory; 2 documents were already written to "
+        "stdout (the report of them could not be written)\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["summary.json", "calibration.csv"])
+def test_a_failed_calibrate_write_names_the_file(tmp_path, capsys, name):
+    """F5: `dxp calibrate --out cal` with cal/summary.json a folder said only
+    `dxp: error: Is a directory`."""
+    out = tmp_path / "cal"
+    (out / name).mkdir(parents=True)
+    small = ["--vocab-size", "1000", "--words", "5", "--samples", "10", "--no-figures"]
+    code, _, err = run(["calibrate", "--epsilons", "5", "--out", out, *small], capsys)
+    assert code == 1
+    assert err.splitlines()[-1] == f"dxp: error: writing {out / name}: Is a directory"

@@ -28,7 +28,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     keys = None if args.words_file is None else _read_words_file(args.words_file)
     results, choice, table, words = _evaluate(args, targeted, keys)
     summaries = _summaries(results, choice, table, words)
-    written, stale = _write(args, out, results, summaries, choice, table, len(words))
+    try:
+        written, stale = _write(args, out, results, summaries, choice, table, len(words))
+    except OSError as error:  # "dxp: error: Is a directory" named no file (CLI review F5)
+        name = error.filename2 or error.filename  # os.replace(temporary, target): the target
+        if name is None:
+            raise
+        raise CLIError(f"writing {name}: {error.strerror or type(error).__name__}") from None
     _print_summary(summaries, targeted)
     if choice is not None:
         print(f"{choice}  ({choice.caveat})")

@@ -202,8 +202,11 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
     try:
         with os.fdopen(fd, "wb") as stream:
             yield stream, True
-        os.chmod(temporary, _final_mode(info))
-        os.replace(temporary, path)
+        try:  # named: "Operation not permitted" alone named no file (CLI review F5)
+            os.chmod(temporary, _final_mode(info))
+            os.replace(temporary, path)
+        except OSError as error:
+            raise CLIError(f"writing {target}: {error.strerror or type(error).__name__}") from None
     except BaseException:
         with suppress(OSError):
             temporary.unlink()
