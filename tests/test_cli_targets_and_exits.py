@@ -5,6 +5,7 @@ saying why the run stopped (F6), and the exit statuses documented (F7)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -135,3 +136,39 @@ def test_a_failed_calibrate_write_names_the_file(tmp_path, capsys, name):
     code, _, err = run(["calibrate", "--epsilons", "5", "--out", out, *small], capsys)
     assert code == 1
     assert err.splitlines()[-1] == f"dxp: error: writing {out / name}: Is a directory"
+
+
+@pytest.mark.parametrize(
+    "signum",
+    [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
+    ids=["SIGTERM", "SIGHUP", "SIGINT"],
+)
+def test_a_signal_before_anything_is_released_says_so(tmp_path, signum):
+    """CLI review F6: SIGTERM and SIGHUP ended a run writing to -o FILE silently (exit 143 or
+    129, nothing on stderr), while SIGINT said `dxp: interrupted`. The exit codes stay."""
+    import time
+
+    target = tmp_path / "out.txt"
+    command = [sys.executable, "-m", "dxp_plugins", "privatize", "-", "-e", "10", *FAST]
+    process = subprocess.Popen(
+        [*command, "-o", str(target)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL),  # even under nohup
+    )
+    assert process.stdin is not None
+    process.stdin.write(b"the hockey team\n")
+    process.stdin.flush()  # stdin stays open: the run waits for more
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".out.txt.*.tmp")) and process.poll() is None:
+        assert time.monotonic() < deadline, "the run never opened its output"
+        time.sleep(0.05)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    expected = (
+        "dxp: interrupted\n"
+        if signum == signal.SIGINT
+        else (f"dxp: stopped ({signal.Signals(signum).name})\n")
+    )
+    assert (process.returncode, err.decode()) == (128 + signum, expected)
+    assert list(tmp_path.iterdir()) == []

@@ -28,6 +28,7 @@ from .process import (
     _hold_closed_descriptors,
     _raised_by_this_library,
     _say,
+    _Stopped,
     _unexpected,
     _WarningPrinter,
 )
@@ -61,7 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader left: the run did not finish (a partial --report)
         return 141  # as a shell reports a process killed by SIGPIPE
     except SystemExit as stop:  # SIGTERM or SIGHUP (see _exit_on_signals)
-        if note():
+        if isinstance(stop, _Stopped):  # said even when nothing was released (review F6)
+            _say(f"{PROG}: stopped ({stop.name}){note()}\n")
+        elif note():
             _say(f"{PROG}: stopped{note()}\n")
         raise stop from None
     except UnicodeError as error:  # a ValueError whose message quotes the offending text

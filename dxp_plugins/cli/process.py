@@ -193,6 +193,15 @@ _STOP_SIGNALS = tuple(
 )
 
 
+class _Stopped(SystemExit):
+    """SIGTERM or SIGHUP: the run ends with exit code 128 + the signal (143, 129), saying
+    so (CLI review F6: it ended silently when nothing had been written yet)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.name = signal.Signals(signum).name
+
+
 def _exit_on_signals() -> dict[int, Any]:
     """Turn SIGTERM and SIGHUP into SystemExit (exit code 128 + the signal: 143, 129), so
     clean-up runs (the temporary output file is removed) as it does on errors; returns the
@@ -201,7 +210,7 @@ def _exit_on_signals() -> dict[int, Any]:
         return {}  # signal handlers can only be installed from the main thread
 
     def stop(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
+        raise _Stopped(signum)
 
     previous = {}
     for signum in _STOP_SIGNALS:
