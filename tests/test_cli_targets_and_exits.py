@@ -172,3 +172,30 @@ def test_a_signal_before_anything_is_released_says_so(tmp_path, signum):
     )
     assert (process.returncode, err.decode()) == (128 + signum, expected)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [[], ["privatize"], ["calibrate"]], ids=["dxp", "priv", "cal"])
+def test_the_help_lists_the_exit_statuses(capsys, command):
+    """CLI review F7: only 141 and 2 were written down; 130, 143, 129 and 1 were not."""
+    with pytest.raises(SystemExit) as done:
+        main([*command, "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    table = text[text.index("\nexit status:\n") :].splitlines()[2:]
+    codes = [line.split()[0] for line in table if line.strip()]
+    assert codes == ["0", "1", "2", "129", "130", "141", "143"], table
+    for needed in ("SIGHUP", "SIGINT (Ctrl-C)", "SIGTERM", "usage error", "a negative epsilon"):
+        assert needed in text
+
+
+def test_the_exit_statuses_are_documented():
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs" / "front-doors.md").read_text()
+    section = doc[doc.index("## Command line") : doc.index("## Notebooks")]
+    at = section.index("Exit status")
+    paragraph = " ".join(section[at : section.index("\n\n", at)].split())
+    for code in ("0 success", "1 an error", "2 a usage error", "129 stopped by SIGHUP"):
+        assert code in paragraph
+    for code in ("130 interrupted by SIGINT", "141 the reader", "143 stopped by SIGTERM"):
+        assert code in paragraph
