@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dxp_plugins.audit import g_test
 from dxp_plugins.lplp import noise
 from dxp_plugins.lplp.calibration import calibrate
 from dxp_plugins.lplp.release import LPLPRelease
@@ -61,6 +62,37 @@ def test_mutants_of_the_split_draw_are_caught(monkeypatch, name, mutant):
     """PRIVACY.md T4 for the split sampler: each mutant fails the law test above."""
     monkeypatch.setattr(noise, name, mutant)
     assert _split_law_pvalue(2.0**-11) < 1e-6
+
+
+def _residue_law_pvalue(rate: float, seed: int = 2) -> float:
+    """G-test of ``G mod m`` (the within-block value ``B``, law ``∝ exp(-rate b)`` on
+    ``[0, m)``) over 16 pooled bins of ``[0, m - 1)`` and the last residue ``m - 1`` alone:
+    :func:`_split_law_pvalue` pools it with 127 others, where a missing residue is lost."""
+    m = math.ceil(1 / rate)
+    residues = noise.geometric(_rng(seed), 400_000, rate) % m
+    edges = np.r_[np.linspace(0, m - 1, 17)[:-1].astype(np.int64), m - 1, m]
+    observed = np.bincount(np.searchsorted(edges, residues, side="right") - 1, minlength=17)
+    upper = np.exp(-rate * edges.astype(np.float64))  # proportional to Pr[B >= edge]
+    assert len(observed) == len(upper) - 1 == 17
+    return g_test(observed, -np.diff(upper))
+
+
+def test_split_draws_reach_the_last_residue_of_a_block():
+    """PRIVACY.md T4 (review of the suite, M2): with ``rng.integers(0, m - 1, ...)`` in
+    :func:`noise._truncated_geometric` (``B`` never ``m - 1``; a 31% epsilon violation by
+    the exact pmf) this test fails (p = 7e-41 at 400k seeded draws; correct code 0.87); the
+    residue-0 to m-2 bins alone cannot see it. Seeded draws: never a chance failure."""
+    assert _residue_law_pvalue(2.0**-11) > 1e-6
+
+
+@pytest.mark.parametrize(("m", "rate"), [(2, 1.0), (4, 0.3), (5, 0.25)])
+def test_truncated_geometric_has_its_exact_law_at_small_m(m, rate):
+    """Every value of ``[0, m)`` with ``Pr[b] ∝ exp(-rate b)`` (``rate (m - 1) <= 1``, the
+    sampler's domain; also its use under a cap ``<= m``). Fails on the ``[0, m - 1)``
+    proposal mutant (value ``m - 1`` never drawn: p = 0). Seeded: never a chance failure."""
+    draws = noise._truncated_geometric(_rng(3), 50_000, rate, m)
+    law = np.exp(-rate * np.arange(m))
+    assert g_test(np.bincount(draws, minlength=m), law / law.sum()) > 1e-6
 
 
 def test_a_bernoulli_without_its_fair_bits_is_caught(monkeypatch):
