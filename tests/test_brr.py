@@ -28,9 +28,12 @@ def test_registry_defaults_and_guarantee(glove_5k):
     mech = dxp.make_mechanism("brr", glove_5k, epsilon=1.0)
     assert isinstance(mech, dxp.BRR) and mech.n_bits == 256 and mech.metric == "hamming"
     out = mech.privatize(["the", "house", "qzxv-not-a-word"])
-    assert all(word in glove_5k for word in out)
+    # Every output is a vocabulary word, so the OOV token was privatized from the UNK point
+    # (the default oov="unk"), not passed through raw: "qzxv-not-a-word" is not in glove_5k.
+    assert len(out) == 3 and all(word in glove_5k for word in out)
     record = mech.last_guarantee
     assert record.metric == "hamming" and record.tokens_privatized == 3
+    assert record.oov_policy == "unk" and record.tokens_passed_through == 0
     assert record.embeddings == mech.fingerprint != glove_5k.fingerprint
     assert "Hamming distance" in record.statement
     assert mech.fingerprint != dxp.BRR(glove_5k, epsilon=1.0, n_bits=64).fingerprint
