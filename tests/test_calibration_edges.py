@@ -50,7 +50,7 @@ def test_monte_carlo_s_w_target_at_the_reachable_limit_is_accepted(glove_5k):
         method="monte_carlo",
         refine=0,
     )
-    with pytest.warns(UserWarning):  # an integer seed warns
+    with pytest.warns(dxp.SeededRandomnessWarning):  # an integer seed warns (only that)
         choose_epsilon("tem", ["music"], min_s_w=reach, **kwargs)  # accepted
     with pytest.raises(ValueError, match="n_samples"):
         choose_epsilon("tem", ["music"], min_s_w=reach + 1, **kwargs)
