@@ -11,10 +11,13 @@ TEM's zero/one-word-outside fixture, with 3 G-tests and 1 audit); Madlib's exact
 makes 6 G-tests at 1e-6 / 6 each. So a test fails by chance with probability at most ~4e-6.
 The whole statistical suite makes 130 of these checks or families, about 1.3e-4 in all
 (Madlib 15, TEM 76, BRR 25, LPLP 14). The |z| < 6 coincidence and tie checks add about
-2e-9 each. The exact table checks (TEM's sampler tables and constant-work scores against
-the closed form, rtol 1e-9; correct code ~1e-14) and the spies (the epsilon, flip
-probability or alpha that reaches each sampler from the public API, ``spies.py``) draw
-nothing and cannot fail by chance.
+2e-9 each. Checks on seeded draws (the chunk-boundary tests of LPLP and the
+interleaved-words law test of TEM: fixed ``random_state`` and fixed batches) draw the same
+numbers on every run, so they either always pass or always fail: they are not counted
+above. The exact table checks (TEM's sampler tables and constant-work scores against the
+closed form, rtol 1e-9; correct code ~1e-14) and the spies (the epsilon, flip probability
+or alpha that reaches each sampler from the public API, ``spies.py``) draw nothing and
+cannot fail by chance.
 
 The "not vacuous" floors of the ``*_passes`` tests sit 10 or more standard deviations below
 the bound that correct code gives. Bound / claim under correct code, from 6 runs per fixture
