@@ -14,7 +14,6 @@ library (a token filter, a loader, spaCy) give only their category and module.
 
 from __future__ import annotations
 
-import signal
 import warnings
 from collections.abc import Sequence
 
@@ -22,11 +21,14 @@ from ..errors import DxpError
 from .code import import_code
 from .parser import build_parser
 from .process import (
+    _HOLD,
     PROG,
     CLIError,
     _exit_on_signals,
     _hold_closed_descriptors,
+    _hold_signals,
     _raised_by_this_library,
+    _restore_signals,
     _say,
     _Stopped,
     _unexpected,
@@ -43,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.place = None  # the input line being handled, when known (see _records)
     previous = _exit_on_signals()
+    _HOLD.armed = True  # a stopping run holds signals until this call ends (_hold_signals)
 
     def note() -> str:  # what a failing privatize run had already written to stdout
         released = getattr(args, "released", None)
@@ -57,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code: int = args.handler(args)
         return code
     except KeyboardInterrupt:
+        _hold_signals()  # a second Ctrl-C cannot cut this line short
         _say(f"{PROG}: interrupted{note()}\n")
         return 130
     except BrokenPipeError:  # the reader left: the run did not finish (a partial --report)
@@ -80,5 +84,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
         return _unexpected(error, args.place, note())
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        _restore_signals(previous, ending=argv is None)

@@ -12,7 +12,7 @@ from contextlib import ExitStack, closing, contextmanager
 from typing import IO, Any
 
 from ..errors import OOVError, TextTooLongError
-from .process import CLIError, _WarningPrinter
+from .process import CLIError, _hold_signals, _WarningPrinter
 from .records import (
     _census,
     _check_input,
@@ -129,6 +129,7 @@ def _privatize(args: argparse.Namespace) -> int:
     except BaseException:  # a reader that left (exit 141) too: the report lists what
         # reached the pipe, an upper bound of what it read (review P3: a stale report stayed)
         if run.streamed and run.listed and args.report:
+            _hold_signals()  # till the last line is printed (CLI review F2)
             if run.finished:  # every document went out, then the report failed
                 run.report_failed = True
             else:

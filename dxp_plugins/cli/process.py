@@ -7,8 +7,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +218,112 @@ def _exit_on_signals() -> dict[int, Any]:
             continue  # ignored on purpose, or a handler set outside Python: leave it
         previous[signum] = signal.signal(signum, stop)
     return previous
+
+
+#: Signals held while a stopping run writes its partial report and its last line (CLI
+#: review F2: a second Ctrl-C there deleted the new report and left an earlier run's), and
+#: while ``calibrate`` moves its files into place.
+_HELD_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+class _SignalHold:
+    """SIGINT, SIGTERM and SIGHUP held: each that arrives is noted, not acted on, until the
+    hold is released. A Python handler that notes them, not ``signal.pthread_sigmask``: a
+    mask is per thread, and with other threads running (tqdm's monitor, BLAS pools) the
+    kernel hands a process's signal to one of them, whose handler still raised
+    KeyboardInterrupt in the main thread. ``armed`` while :func:`main` runs: a hold taken
+    without a scope (:func:`_hold_signals`) is released by it (see
+    :func:`_restore_signals`), never left behind by code called outside it."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.previous: dict[int, Any] = {}  # while held: the handlers replaced
+        self.arrived: list[int | BaseException] = []
+
+    def take(self) -> bool:
+        """Hold the signals (from the main thread only); False when they were held
+        already (or cannot be). A signal whose handler ran as the hold was being taken is
+        noted as one that arrived during it."""
+        if self.previous or threading.current_thread() is not threading.main_thread():
+            return False
+        arrived: list[int | BaseException] = []
+
+        def note(signum: int, frame: Any) -> None:
+            arrived.append(signum)
+
+        for signum in _HELD_SIGNALS:
+            while True:
+                try:
+                    handler = signal.getsignal(signum)
+                    if handler not in (signal.SIG_IGN, None):  # ignored on purpose: leave it
+                        signal.signal(signum, note)  # runs the handler of one pending first
+                        self.previous[signum] = handler
+                    break
+                except (KeyboardInterrupt, SystemExit) as error:  # it had just arrived
+                    arrived.append(error)
+        self.arrived = arrived
+        return bool(self.previous)
+
+    def release(self, *, deliver: bool) -> None:
+        """Restore the handlers; when ``deliver``, act on the first signal that arrived
+        meanwhile (its handler raises KeyboardInterrupt or SystemExit), else drop it."""
+        previous, arrived = self.previous, self.arrived
+        self.previous, self.arrived = {}, []
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if deliver and arrived:
+            first = arrived[0]
+            if isinstance(first, BaseException):
+                raise first
+            signal.raise_signal(first)
+
+    def ignore(self) -> None:
+        """Keep the held signals ignored from now on: the process is ending. Unlike a
+        Python handler, ``SIG_IGN`` outlives the interpreter's shutdown, where a signal
+        raised KeyboardInterrupt in an atexit callback or, later, killed the process."""
+        for signum in self.previous:
+            signal.signal(signum, signal.SIG_IGN)
+        self.previous, self.arrived = {}, []
+
+
+_HOLD = _SignalHold()
+
+
+def _hold_signals() -> None:
+    """Hold SIGINT, SIGTERM and SIGHUP until :func:`main` ends: a run that is stopping
+    (interrupted, or failing after it released documents) writes its partial report and
+    its last line whole; a signal that arrives meanwhile changes nothing. Nothing while
+    :func:`main` is not running."""
+    if _HOLD.armed:
+        _HOLD.take()
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP over the block (steps that must not be split), then
+    act on the first that arrived meanwhile."""
+    took = _HOLD.take()
+    try:
+        yield
+    finally:
+        if took:
+            _HOLD.release(deliver=True)
+
+
+def _restore_signals(previous: dict[int, Any], *, ending: bool) -> None:
+    """At the end of :func:`main`: the handlers :func:`_exit_on_signals` replaced are
+    restored, and a hold taken while stopping is released, what arrived during it dropped
+    (the run has stopped already). When ``ending`` (``main`` is the command: the console
+    script, ``python -m``), held signals stay ignored until the process exits, so a second
+    or third Ctrl-C cannot turn exit code 130 into a traceback or a death by signal."""
+    held = set(_HOLD.previous) if ending else set()
+    if held:
+        _HOLD.ignore()
+    else:
+        _HOLD.release(deliver=False)
+    _HOLD.armed = False
+    for signum, handler in previous.items():
+        if signum not in held:
+            signal.signal(signum, handler)

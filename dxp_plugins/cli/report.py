@@ -155,17 +155,24 @@ class _Unprotected(NamedTuple):
 
 
 def _report_partial(target: str, run: _Released, kept: _Unprotected) -> None:
-    """The report of what a failing run has already released, marked incomplete."""
+    """The report of what a failing run has already released, marked incomplete (signals
+    are held meanwhile: see process._hold_signals). When it cannot be written, the error
+    line says so."""
+    written = False
     try:
         if target == "-":
             _write_report(None, run, run.total, kept, complete=False)
         else:
             with _replacing(target) as (stream, _):
                 _write_report(stream, run, run.total, kept, complete=False)
+        written = True
     except (OSError, CLIError):
-        run.report_failed = True
-    else:
-        run.report = target
+        pass
+    finally:  # also when cut short by an exception no hold keeps out
+        if written:
+            run.report = target
+        else:
+            run.report_failed = True
 
 
 def _kept_clause(kept: _Unprotected) -> str:

@@ -1,0 +1,173 @@
+"""A run stopped midway (a second Ctrl-C) never leaves a report describing less than was
+released (CLI review, interrupts: F2). Signals are raised at exact points, never raced."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dxp_plugins.cli import main, report
+
+FAST = ["--vocab-size", "5000"]
+#: A report an earlier run left at the path: complete, describing another output.
+STALE = {"documents": 999, "complete": True}
+
+
+class _Sink(io.RawIOBase):
+    """stdout that keeps what is written, calling ``seen(data)`` before each write."""
+
+    def __init__(self, seen=None):
+        self.seen, self.data = seen, b""
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        if self.seen is not None:
+            self.seen(bytes(data))
+        self.data += bytes(data)
+        return len(data)
+
+
+def _run(argv, capsys):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def _stream_to(monkeypatch, sink):
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(sink)))
+
+
+def _interrupt_at_batch(monkeypatch, number):
+    """Ctrl-C as batch ``number`` (counted from 1) is about to be written."""
+    write, calls = report._Released.write, []
+
+    def interrupted(self, *args):
+        calls.append(1)
+        if len(calls) == number:
+            raise KeyboardInterrupt
+        return write(self, *args)
+
+    monkeypatch.setattr(report._Released, "write", interrupted)
+    return calls
+
+
+def _on_partial_report(monkeypatch, action, calls):
+    """Run ``action`` as the report of the run interrupted at batch 3 is written (the
+    reports written before batches 1 and 2 went out come before)."""
+    write = report._write_report
+
+    def writing(stream, run, guarantee, kept, *, complete):
+        if not complete and len(calls) >= 3:
+            action()
+        return write(stream, run, guarantee, kept, complete=complete)
+
+    monkeypatch.setattr(report, "_write_report", writing)
+
+
+@pytest.mark.parametrize("second", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_second_signal_while_the_partial_report_is_written_is_held(
+    tmp_path, capsys, monkeypatch, second
+):
+    """F2: a second Ctrl-C (or SIGTERM, SIGHUP) while the partial report was being written
+    deleted it and left an earlier run's report in place, the error line saying neither
+    that the report lists the documents nor that it could not be written."""
+    source, target = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 7)
+    target.write_text(json.dumps(STALE))
+    sink = _Sink()
+    _stream_to(monkeypatch, sink)
+    calls = _interrupt_at_batch(monkeypatch, 3)
+    raised = []
+
+    def second_signal():
+        if not raised:
+            raised.append(1)
+            signal.raise_signal(getattr(signal, second))
+
+    _on_partial_report(monkeypatch, second_signal, calls)
+    argv = ["privatize", source, "-e", 300, "--batch-size", 2, "--report", target, *FAST]
+    code, err = _run([*argv, "--seed", 1], capsys)
+    assert raised and code == 130 and sink.data == b"hockey team\n" * 4
+    assert err.splitlines()[-1] == (
+        "dxp: interrupted; 4 documents were already written to stdout "
+        f"(the report in {target} lists them, marked incomplete)"
+    )
+    partial = json.loads(target.read_text())
+    assert partial["documents"] == 4 and partial["complete"] is False
+    assert not list(tmp_path.glob(".*.tmp"))
+    # The held signal is dropped, not raised later; the handlers are restored.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_the_error_line_says_when_the_partial_report_was_not_written(tmp_path, capsys, monkeypatch):
+    """F2: a partial report cut short said nothing of it (a finally now says so)."""
+    source = tmp_path / "in.txt"
+    source.write_text("hockey team\n" * 7)
+    _stream_to(monkeypatch, _Sink())
+    calls = _interrupt_at_batch(monkeypatch, 3)
+
+    def fail():
+        raise KeyboardInterrupt  # no signal: an exception the hold cannot keep out
+
+    _on_partial_report(monkeypatch, fail, calls)
+    argv = ["privatize", source, "-e", 300, "--batch-size", 2, "--report", "-", *FAST]
+    code, err = _run(argv, capsys)
+    assert code == 130
+    assert err.splitlines()[-1] == (
+        "dxp: interrupted; 4 documents were already written to stdout "
+        "(the report of them could not be written)"
+    )
+
+
+def test_signals_stay_held_until_the_command_exits(tmp_path):
+    """F2: after a double Ctrl-C, a signal while Python shut down raised in an atexit
+    callback ("Exception ignored in atexit callback", a traceback) or, later, killed the
+    process (exit -2, not 130). As the command (``main()`` without argv) the signals stay
+    held until it exits; exit code 130 and the one error line."""
+    source, target = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 7)
+    script = textwrap.dedent(
+        f"""
+        import atexit, signal, sys
+        from dxp_plugins.cli import main, report
+
+        write, calls = report._Released.write, []
+
+        def interrupted(self, *args):
+            calls.append(1)
+            if len(calls) == 3:
+                signal.raise_signal(signal.SIGINT)  # Ctrl-C as the third batch goes out
+            return write(self, *args)
+
+        report._Released.write = interrupted
+        write_report = report._write_report
+
+        def writing(*args, complete):
+            if not complete and len(calls) == 3:
+                signal.raise_signal(signal.SIGINT)  # another as the partial report is written
+            return write_report(*args, complete=complete)
+
+        report._write_report = writing
+        atexit.register(signal.raise_signal, signal.SIGINT)  # and one as Python exits
+        sys.argv = ["dxp", "privatize", {str(source)!r}, "-e", "300", "--batch-size", "2",
+                    "--report", {str(target)!r}, "--vocab-size", "5000"]
+        sys.exit(main())
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 130, result.stderr
+    assert result.stderr == (
+        "dxp: interrupted; 4 documents were already written to stdout "
+        f"(the report in {target} lists them, marked incomplete)\n"
+    )
+    assert result.stdout.count("\n") == 4
