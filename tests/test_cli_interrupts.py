@@ -1,8 +1,10 @@
-"""A run stopped midway (a second Ctrl-C) never leaves a report describing less than was
-released (CLI review, interrupts: F2). Signals are raised at exact points, never raced."""
+"""A run stopped midway (a second Ctrl-C, a hard kill) never leaves a report describing
+less than was released (CLI review, interrupts: F2, F3). Signals are raised at exact
+points, never raced."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import signal
@@ -171,3 +173,100 @@ def test_signals_stay_held_until_the_command_exits(tmp_path):
         f"(the report in {target} lists them, marked incomplete)\n"
     )
     assert result.stdout.count("\n") == 4
+
+
+def test_the_report_on_disk_lists_each_batch_before_it_goes_out(tmp_path, capsys, monkeypatch):
+    """F3: a streamed run killed hard (SIGKILL; SIGQUIT, which dxp leaves to its default)
+    left an earlier run's report in place, possibly "complete": true of another output,
+    and a 0-byte temporary file. Now the report as it will stand with each batch is
+    written, incomplete, before the batch goes out: what a kill at any write leaves."""
+    source, target = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 7)
+    target.write_text(json.dumps(STALE))
+    seen = []
+
+    def check(data):
+        standing = json.loads(target.read_text())
+        hidden = sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("."))
+        seen.append((len(sink.data) // 12 + data.count(b"\n"), standing, hidden))
+
+    sink = _Sink(check)
+    _stream_to(monkeypatch, sink)
+    argv = ["privatize", source, "-e", 300, "--batch-size", 2, "--report", target, *FAST]
+    code, _ = _run([*argv, "--seed", 1], capsys)
+    assert code == 0 and len(seen) == 4
+    for released, standing, hidden in seen:  # what a kill here would leave
+        assert standing["complete"] is False and standing["documents"] >= released
+        assert standing["output_sha256"] is None and hidden == []
+    assert [standing["documents"] for _, standing, _ in seen] == [2, 4, 6, 7]
+    assert seen[-1][1]["guarantee"]["tokens_privatized"] == 14
+    final = json.loads(target.read_text())
+    assert final["complete"] is True and final["documents"] == 7
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("kill", ["SIGKILL", "SIGQUIT"])
+def test_a_run_killed_after_a_batch_went_out_leaves_a_report_of_it(tmp_path, kill):
+    """F3, with a real kill: the process is killed (SIGKILL; SIGQUIT, which dxp leaves to
+    its default, a core dump) just after its second batch reached stdout."""
+    source, target, out = tmp_path / "in.txt", tmp_path / "report.json", tmp_path / "out.txt"
+    source.write_text("hockey team\n" * 7)
+    target.write_text(json.dumps(STALE))
+    script = textwrap.dedent(
+        f"""
+        import os, resource, signal, sys
+        from dxp_plugins.cli import main, report
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file from SIGQUIT
+        count, batches = report._Released._count, []
+
+        def counted(self, *args, **kwargs):  # the batch's bytes reached stdout
+            batches.append(1)
+            if len(batches) == 2:
+                os.kill(os.getpid(), signal.{kill})
+            return count(self, *args, **kwargs)
+
+        report._Released._count = counted
+        sys.argv = ["dxp", "privatize", {str(source)!r}, "-e", "300", "--batch-size", "2",
+                    "--report", {str(target)!r}, "--vocab-size", "5000"]
+        sys.exit(main())
+        """
+    )
+    with out.open("wb") as stdout:
+        result = subprocess.run(
+            [sys.executable, "-c", script], stdout=stdout, stderr=subprocess.PIPE, timeout=300
+        )
+    assert result.returncode == -getattr(signal, kill), result.stderr
+    assert out.read_text().count("\n") == 4
+    standing = json.loads(target.read_text())
+    assert standing["documents"] == 4 and standing["complete"] is False
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_report_that_cannot_be_kept_up_stops_the_run_before_the_batch(
+    tmp_path, capsys, monkeypatch
+):
+    """F3: when the report cannot be brought up to date, the batch is not written: the
+    report that stands lists every document that went out."""
+    source, target = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 7)
+    sink = _Sink()
+    _stream_to(monkeypatch, sink)
+    write, failed = report._write_report, []
+
+    def full(stream, run, guarantee, kept, *, complete):
+        if not complete and run.listed == 4 and not failed:  # the report for batch 2
+            failed.append(1)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(stream, run, guarantee, kept, complete=complete)
+
+    monkeypatch.setattr(report, "_write_report", full)
+    argv = ["privatize", source, "-e", 300, "--batch-size", 2, "--report", target, *FAST]
+    code, err = _run([*argv, "--seed", 1], capsys)
+    assert failed and code == 1 and sink.data == b"hockey team\n" * 2
+    assert err.splitlines()[-1] == (
+        f"dxp: error: writing {target}: No space left on device; 2 documents were already "
+        f"written to stdout (the report in {target} lists them, marked incomplete)"
+    )
+    standing = json.loads(target.read_text())
+    assert standing["documents"] == 2 and standing["complete"] is False

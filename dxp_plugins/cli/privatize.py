@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import itertools
 import sys
 import warnings
@@ -31,9 +32,16 @@ from .records import (
     _Texts,
     _warn_absent,
 )
-from .report import _Released, _report_partial, _write_error, _write_report
+from .report import (
+    _Released,
+    _report_ahead,
+    _report_partial,
+    _withdraw_report,
+    _write_error,
+    _write_report,
+)
 from .settings import _build_mechanism, _settings
-from .targets import _check_targets, _replacing
+from .targets import _check_replaceable, _check_targets, _replacing, _written_through
 
 #: A batch of documents as read: (line number, context, the document's texts).
 Batch = list[tuple[int | None, Any, tuple[str, ...]]]
@@ -103,11 +111,19 @@ def _privatize(args: argparse.Namespace) -> int:
         embeddings={"name": args.embeddings, "params": dict(args.embeddings_param)},
         unit=args.unit,
     )
+    # A run that streams (stdout, an -o written through) with a --report FILE keeps the
+    # report ahead of what it writes: before each batch goes out, the report as it will
+    # stand with it, marked incomplete, replaces what was there (CLI review F3: a killed
+    # run left an earlier run's report, and a 0-byte temporary file). Otherwise the report
+    # is opened with the output and replaced with it when the run succeeds.
+    streams = args.output == "-" or _written_through(args.output)
+    ahead = streams and args.report not in (None, "-") and not _written_through(args.report)
     try:
         with ExitStack() as stack:
-            # Both targets are opened before the work and replaced together when it succeeds.
             report: IO[bytes] | None = None
-            if args.report and args.report != "-":
+            if ahead:  # refused now if it cannot be written, as it would be opened
+                _check_replaceable(args.report)
+            elif args.report and args.report != "-":
                 report, _ = stack.enter_context(_replacing(args.report))
             out: IO[bytes]
             if args.output == "-":
@@ -115,6 +131,8 @@ def _privatize(args: argparse.Namespace) -> int:
             else:
                 out, replaced = stack.enter_context(_replacing(args.output))
                 run.streamed = not replaced
+            if ahead and run.streamed:
+                run.ahead = functools.partial(_report_ahead, args.report, run, seen.listing)
             with _progress_bar(args, total) as progress:
                 _privatize_inputs(args, out, run, progress, kept, seen, mechanism, select, nlp)
             run.finished = True
@@ -123,17 +141,23 @@ def _privatize(args: argparse.Namespace) -> int:
             if args.report:  # no document: nothing was released
                 guarantee = run.total or settings.nothing_released(mechanism)
                 try:
-                    _write_report(report, run, guarantee, seen.listing(), complete=True)
+                    if ahead:
+                        with _replacing(args.report) as (report, _):
+                            _write_report(report, run, guarantee, seen.listing(), complete=True)
+                    else:
+                        _write_report(report, run, guarantee, seen.listing(), complete=True)
                 except OSError as error:
                     raise _write_error(args.report, error) from None
     except BaseException:  # a reader that left (exit 141) too: the report lists what
         # reached the pipe, an upper bound of what it read (review P3: a stale report stayed)
-        if run.streamed and run.listed and args.report:
+        if run.streamed and args.report and (run.listed or run.report):
             _hold_signals()  # till the last line is printed (CLI review F2)
             if run.finished:  # every document went out, then the report failed
                 run.report_failed = True
-            else:
+            elif run.listed:
                 _report_partial(args.report, run, seen.listing())
+            else:  # nothing went out: no report of this run, as when it fails earlier
+                _withdraw_report(run)
         raise
     return 0
 

@@ -8,10 +8,12 @@ import hashlib
 import io
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
 from typing import IO, Any, NamedTuple
 
-from ..guarantee import _most_tokens
+from ..guarantee import Guarantee, _most_tokens
 from .process import CLIError, _say
 from .targets import _replacing
 
@@ -32,8 +34,13 @@ class _Released:
     total: Any = None  # the merged Guarantee of the documents listed (with their largest)
     nulls: int = 0  # of the documents listed, JSONL records whose --field was null
     finished: bool = False  # every document was written
-    report: str | None = None  # where the partial report went
+    report: str | None = None  # where a report of the documents listed stands, incomplete
+    reported: int = 0  # the documents it lists (those of the batch being written too)
     report_failed: bool = False
+    # Called with the documents, guarantee and null records the report will list once the
+    # next batch is written, before it is (a streamed run with a --report FILE: CLI review
+    # F3, a killed run left an earlier run's report).
+    ahead: Callable[[int, Any, int], None] | None = None
     # The embeddings as given (name, --embeddings-param): the guarantee names the table by
     # fingerprint and size; these say where it came from (BYOE review F10).
     embeddings: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +67,10 @@ class _Released:
         written (so it is on an in-memory stream, which has no raw file to count on).
         ``nulls`` marks the documents whose --field was null (``--null keep``)."""
         nulls = nulls or [False] * len(lines)
+        if self.ahead is not None:  # the report as it stands once this batch is out, first
+            so_far = [] if self.total is None else [self.total]
+            upcoming = Guarantee.combine([*so_far, *guarantees])
+            self.ahead(self.listed + len(lines), upcoming, self.nulls + sum(nulls))
         raw = out if isinstance(out, io.RawIOBase) else getattr(out, "raw", None)  # python -u
         view, done = memoryview(b"".join(lines)), 0
         before = {name: getattr(self, name) for name in _TALLY}
@@ -126,7 +137,10 @@ class _Released:
             text = f"; {_documents(self.uncertain)} may have been written to {self.target}"
         if self.report is not None:
             where = "stderr" if self.report == "-" else self.report
-            text += f" (the report in {where} lists them, marked incomplete)"
+            them = "them"
+            if self.reported != self.listed:  # the exact one failed: the one written ahead
+                them = f"{_documents(self.reported)} (the batch being written too)"
+            text += f" (the report in {where} lists {them}, marked incomplete)"
         elif self.report_failed:
             text += " (the report of them could not be written)"
         return text
@@ -157,7 +171,7 @@ class _Unprotected(NamedTuple):
 def _report_partial(target: str, run: _Released, kept: _Unprotected) -> None:
     """The report of what a failing run has already released, marked incomplete (signals
     are held meanwhile: see process._hold_signals). When it cannot be written, the error
-    line says so."""
+    line says so, or names the report that stands (written before the last batch)."""
     written = False
     try:
         if target == "-":
@@ -170,9 +184,39 @@ def _report_partial(target: str, run: _Released, kept: _Unprotected) -> None:
         pass
     finally:  # also when cut short by an exception no hold keeps out
         if written:
-            run.report = target
-        else:
+            run.report, run.reported = target, run.listed
+        elif run.report is None:
             run.report_failed = True
+
+
+def _withdraw_report(run: _Released) -> None:
+    """Remove the report written ahead of a batch of which nothing went out: a run that
+    released nothing leaves no report (the one it replaced is gone)."""
+    if run.report is not None and run.report != "-":
+        with suppress(OSError):
+            os.unlink(run.report)
+            run.report = None
+
+
+def _report_ahead(
+    target: str,
+    run: _Released,
+    kept: Callable[[], _Unprotected],
+    documents: int,
+    guarantee: Any,
+    nulls: int,
+) -> None:
+    """Replace the report at ``target`` with the one the run will stand at once its next
+    batch is written, marked incomplete: a run killed while (or after) the batch is written
+    (SIGKILL; SIGQUIT, left to its default) leaves a report listing at least what went out
+    (CLI review F3). A failure stops the run before the batch: what stands lists all."""
+    upcoming = replace(run, documents=documents, uncertain=0, nulls=nulls)
+    try:
+        with _replacing(target) as (stream, _):
+            _write_report(stream, upcoming, guarantee, kept(), complete=False)
+    except OSError as error:
+        raise _write_error(target, error) from None
+    run.report, run.reported = target, documents
 
 
 def _kept_clause(kept: _Unprotected) -> str:

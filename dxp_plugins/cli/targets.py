@@ -252,3 +252,27 @@ def _check_link(target: str) -> None:
             f"cannot write {target}: it is a symbolic link owned by another user; "
             "name the file it points to"
         )
+
+
+def _written_through(target: str) -> bool:
+    """Whether :func:`_replacing` writes ``target`` through (a descriptor, an existing
+    device, FIFO or socket) rather than replacing a file (a missing or unreadable target:
+    it would try to replace it)."""
+    if _descriptor(target) is not None:
+        return True
+    try:
+        info = os.stat(target)
+    except OSError:
+        return False
+    return not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode))
+
+
+class _Checked(Exception):
+    """Leaves a :func:`_replacing` block without replacing its target."""
+
+
+def _check_replaceable(target: str) -> None:
+    """Refuse, as :func:`_replacing` would, a file ``target`` that cannot be replaced:
+    its temporary file is created and removed, and ``target`` left as it is."""
+    with suppress(_Checked), _replacing(target):
+        raise _Checked
