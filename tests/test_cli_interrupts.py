@@ -1,16 +1,18 @@
-"""A run stopped midway (a second Ctrl-C, a hard kill) never leaves a report describing
-less than was released (CLI review, interrupts: F2, F3). Signals are raised at exact
-points, never raced."""
+"""A run stopped midway (a second Ctrl-C, a hard kill, an interrupted ``calibrate``) never
+leaves a report describing less than was released, nor new results beside old figures
+(CLI review, interrupts: F2, F3, F4). Signals are raised at exact points, never raced."""
 
 from __future__ import annotations
 
 import errno
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -270,3 +272,89 @@ def test_a_report_that_cannot_be_kept_up_stops_the_run_before_the_batch(
     )
     standing = json.loads(target.read_text())
     assert standing["documents"] == 2 and standing["complete"] is False
+
+
+# -- calibrate ---------------------------------------------------------------------------
+CALIBRATE = ["--vocab-size", "1000", "--words", "5", "--samples", "10", "--mechanism", "tem"]
+FIGURE_NAMES = ("nw_sw_histograms.png", "nw_sw_curves.png")
+
+
+@pytest.fixture
+def quick_figures(monkeypatch):
+    """Figures drawn as a few bytes naming their epsilons (matplotlib takes seconds)."""
+    from dxp_plugins import plotting
+
+    def draw(results, path, *args, **kwargs):
+        results = results if isinstance(results, list) else next(iter(results.values()))
+        Path(path).write_text(f"figure of {[r.epsilon for r in results]}")
+
+    monkeypatch.setattr(plotting, "deniability_histograms", draw)
+    monkeypatch.setattr(plotting, "deniability_curves", draw)
+
+
+def _steps(monkeypatch, stop_at):
+    """Raise KeyboardInterrupt at write step ``stop_at`` (counted from 0): every call that
+    writes, moves or removes a file. Returns the list of steps reached."""
+    import shutil
+
+    import dxp_plugins._tables as tables
+    from dxp_plugins import plotting
+
+    steps = []
+
+    def step(name, function):
+        def wrapped(*args, **kwargs):
+            if len(steps) == stop_at:
+                steps.append(name)
+                raise KeyboardInterrupt
+            steps.append(name)
+            return function(*args, **kwargs)
+
+        return wrapped
+
+    for owner, name in (
+        (tables, "write_csv"),
+        (plotting, "deniability_histograms"),
+        (plotting, "deniability_curves"),
+        (os, "replace"),
+        (os, "rename"),
+        (shutil, "move"),
+        (Path, "write_text"),
+        (Path, "write_bytes"),
+        (Path, "unlink"),
+        (Path, "replace"),
+        (Path, "rename"),
+    ):
+        monkeypatch.setattr(owner, name, step(name, getattr(owner, name)))
+    return steps
+
+
+def test_an_interrupted_calibrate_never_pairs_new_results_with_old_figures(
+    tmp_path, capsys, monkeypatch, quick_figures
+):
+    """F4: interrupted (or failing) while it wrote, `calibrate --out DIR` left the new
+    summary.json beside the previous run's figures. Interrupted at each write step in
+    turn, the folder holds files of the previous run or of the new run, never of both, and
+    the new summary.json only beside every new file."""
+    out = tmp_path / "o"
+    base = ["calibrate", "--out", out, *CALIBRATE]
+    assert _run([*base, "--epsilons", "1"], capsys)[0] == 0
+    old = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert set(old) == {"calibration.csv", "summary.csv", "summary.json", *FIGURE_NAMES}
+    stop_at, finished = 0, False
+    while not finished:
+        with monkeypatch.context() as patched:
+            steps = _steps(patched, stop_at)
+            code, err = _run([*base, "--epsilons", "2,3"], capsys)
+        finished = code == 0
+        assert code in (0, 130), err
+        now = {path.name: path.read_bytes() for path in out.iterdir()}
+        kept = {name for name, data in now.items() if old.get(name) == data}
+        assert not (kept and set(now) - kept), (steps, sorted(now), sorted(kept))
+        if not kept and "summary.json" in now:  # the new summary: every new file
+            assert set(now) == set(old), (steps, sorted(now))
+            assert "[2.0, 3.0]" in now["nw_sw_curves.png"].decode()
+        stop_at += 1
+        assert stop_at < 50
+    assert steps.count("deniability_curves") == 1 and stop_at > 10
+    assert json.loads((out / "summary.json").read_text())["summaries"][0]["epsilon"] == 2

@@ -6,7 +6,9 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 
 from .._validation import check_epsilon, check_probability
 from ..errors import DxpWarning, PrivacyWarning
-from .process import CLIError
+from .process import CLIError, _signals_held
 from .records import BOM, _check_input
 from .settings import _build_mechanism
 
@@ -277,13 +279,45 @@ def _write(
     words: int,
 ) -> tuple[list[str], list[str]]:
     """Write the tables, the JSON report and the figures into ``out``; returns the files
-    written and the previous run's figures removed."""
-    from .._tables import write_csv
-
+    written and the previous run's figures removed. Everything is written into a hidden
+    folder inside ``out`` first; then, with signals held, the previous run's files are
+    removed (summary.json first) and the new ones moved into place (summary.json last): an
+    interrupted or failing run leaves the previous run's files, or only its own, never new
+    results beside old figures (CLI review F4: figures take seconds to draw)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CLIError(f"cannot create {args.out}: {error.strerror}") from None
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".dxp-calibrate.", suffix=".tmp", dir=out))
+    except OSError as error:
+        raise CLIError(f"cannot write into {args.out}: {error.strerror}") from None
+    try:
+        drawn = _write_staged(args, staging, results, summaries, choice, table, words)
+        written = [name for name in drawn if (staging / name).is_file()]
+        stale = [name for name in FIGURES if name not in written and (out / name).is_file()]
+        with _signals_held():  # not split by Ctrl-C: the previous run's files, then these
+            for name in sorted(OUTPUTS, key=lambda name: name != "summary.json"):
+                (out / name).unlink(missing_ok=True)  # a previous run's: summary.json first
+            for name in sorted(written, key=lambda name: name == "summary.json"):
+                os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return written, stale
+
+
+def _write_staged(
+    args: argparse.Namespace,
+    out: Path,
+    results: list[Any],
+    summaries: list[dict[str, Any]],
+    choice: Any,
+    table: Any,
+    words: int,
+) -> list[str]:
+    """Write the tables, the JSON report and the figures into ``out``; returns their names."""
+    from .._tables import write_csv
+
     write_csv([r for result in results for r in result.to_records()], out / "calibration.csv")
     write_csv(summaries, out / "summary.csv")
     report: dict[str, Any] = {
@@ -311,14 +345,13 @@ def _write(
     written = ["calibration.csv", "summary.csv", "summary.json"]
     if args.figures:
         written += _calibration_figures(results, set(args.epsilons), out)
-    stale = [name for name in FIGURES if name not in written and (out / name).is_file()]
-    for name in stale:  # a previous run's figures would contradict these tables
-        (out / name).unlink()
-    return written, stale
+    return written
 
 
 #: The figures a run writes into --out (and removes when it writes none: no stale ones).
 FIGURES = ("nw_sw_histograms.png", "nw_sw_curves.png")
+#: Every file a run writes into --out (a previous run's are removed before these go in).
+OUTPUTS = ("calibration.csv", "summary.csv", "summary.json", *FIGURES)
 
 
 def _is_terminal(stream: Any) -> bool:
