@@ -112,18 +112,28 @@ def test_a_failed_final_replace_of_the_output_names_it(tmp_path, capsys, monkeyp
     assert [path.name for path in tmp_path.iterdir() if path.name.endswith(".tmp")] == []
 
 
-def test_a_failed_final_replace_of_the_report_names_it(tmp_path, capsys, monkeypatch):
-    """F5: after streaming, `...; 2 documents were already written to stdout (the report of
-    them could not be written)` did not say which file failed, nor why."""
+def test_a_report_that_cannot_be_written_names_it_before_anything_is_released(
+    tmp_path, capsys, monkeypatch
+):
+    """F5: `...; 2 documents were already written to stdout (the report of them could not
+    be written)` did not say which file failed, nor why. A streamed run now writes its
+    report ahead of each batch (F3), so a report that cannot be replaced stops the run
+    before the first batch, naming the file."""
+    import dxp_plugins.cli.privatize as privatize
+
     source, report = tmp_path / "in.txt", tmp_path / "report.json"
     source.write_text("the hockey team\n" * 2)
-    _occupy_after_the_run(monkeypatch, report)
+    original = privatize._privatize_inputs
+
+    def occupy_then_run(*args, **kwargs):  # after the checks, before the first batch
+        report.mkdir()
+        (report / "kept").write_text("")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(privatize, "_privatize_inputs", occupy_then_run)
     code, out, err = run(["privatize", source, "-e", 300, "--report", report, *FAST], capsys)
-    assert code == 1 and out == "the hockey team\n" * 2
-    assert err == (
-        f"dxp: error: writing {report}: Is a directory; 2 documents were already written to "
-        "stdout (the report of them could not be written)\n"
-    )
+    assert (code, out) == (1, "")
+    assert err == f"dxp: error: cannot write {report}: is a directory\n"
 
 
 @pytest.mark.parametrize("name", ["summary.json", "calibration.csv"])
