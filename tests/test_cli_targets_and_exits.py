@@ -112,6 +112,22 @@ def test_a_failed_final_replace_of_the_output_names_it(tmp_path, capsys, monkeyp
     assert [path.name for path in tmp_path.iterdir() if path.name.endswith(".tmp")] == []
 
 
+def test_a_report_failing_at_the_end_leaves_the_output_unreplaced(tmp_path, capsys, monkeypatch):
+    """With `-o FILE --report FILE` the output was replaced first: a report replace failing
+    at the very end left the new private text released with no record of it (seen with
+    `chattr +i` by the fix helper, twenty-seventh session). The report goes first now."""
+    source, target, report = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "r.json"
+    source.write_text("the hockey team\n" * 2)
+    target.write_text("earlier output\n")
+    _occupy_after_the_run(monkeypatch, report)
+    argv = ["privatize", source, "-e", 300, "-o", target, "--report", report, *FAST]
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (1, "")
+    assert err == f"dxp: error: writing {report}: Is a directory\n"
+    assert target.read_text() == "earlier output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt", "r.json"]
+
+
 def test_a_report_that_cannot_be_written_names_it_before_anything_is_released(
     tmp_path, capsys, monkeypatch
 ):

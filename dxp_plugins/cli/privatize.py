@@ -115,22 +115,24 @@ def _privatize(args: argparse.Namespace) -> int:
     # report ahead of what it writes: before each batch goes out, the report as it will
     # stand with it, marked incomplete, replaces what was there (CLI review F3: a killed
     # run left an earlier run's report, and a 0-byte temporary file). Otherwise the report
-    # is opened with the output and replaced with it when the run succeeds.
+    # is opened after the output, so it is replaced first when the run succeeds: a report
+    # that fails then leaves the output unreplaced (none released without its record), and
+    # an output that fails after it leaves a record overstating, never understating.
     streams = args.output == "-" or _written_through(args.output)
     ahead = streams and args.report not in (None, "-") and not _written_through(args.report)
     try:
         with ExitStack() as stack:
-            report: IO[bytes] | None = None
-            if ahead:  # refused now if it cannot be written, as it would be opened
-                _check_replaceable(args.report)
-            elif args.report and args.report != "-":
-                report, _ = stack.enter_context(_replacing(args.report))
             out: IO[bytes]
             if args.output == "-":
                 out, run.streamed = sys.stdout.buffer, True
             else:
                 out, replaced = stack.enter_context(_replacing(args.output))
                 run.streamed = not replaced
+            report: IO[bytes] | None = None
+            if ahead:  # refused now if it cannot be written, as it would be opened
+                _check_replaceable(args.report)
+            elif args.report and args.report != "-":  # replaced first: see above
+                report, _ = stack.enter_context(_replacing(args.report))
             if ahead and run.streamed:
                 run.ahead = functools.partial(_report_ahead, args.report, run, seen.listing)
             with _progress_bar(args, total) as progress:
