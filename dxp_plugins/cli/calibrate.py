@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..errors import DxpWarning, PrivacyWarning
 from .process import CLIError, _signals_held
 from .records import BOM, _check_input
 from .settings import _build_mechanism
+from .targets import _write_error
 
 #: Vocabulary words sampled when neither --words nor --words-file is given.
 DEFAULT_WORDS = 1000
@@ -31,12 +33,18 @@ def _calibrate(args: argparse.Namespace) -> int:
     results, choice, table, words = _evaluate(args, targeted, keys)
     summaries = _summaries(results, choice, table, words)
     try:
-        written, stale = _write(args, out, results, summaries, choice, table, len(words))
+        written, stale = _write(
+            args.out,
+            out,
+            lambda staging: _write_staged(
+                args, staging, results, summaries, choice, table, len(words)
+            ),
+        )
     except OSError as error:  # "dxp: error: Is a directory" named no file (CLI review F5)
         name = error.filename2 or error.filename  # os.replace(temporary, target): the target
         if name is None:
             raise
-        raise CLIError(f"writing {name}: {error.strerror or type(error).__name__}") from None
+        raise _write_error(name, error) from None
     _print_summary(summaries, targeted)
     if choice is not None:
         print(f"{choice}  ({choice.caveat})")
@@ -270,15 +278,10 @@ def _summaries(
 
 
 def _write(
-    args: argparse.Namespace,
-    out: Path,
-    results: list[Any],
-    summaries: list[dict[str, Any]],
-    choice: Any,
-    table: Any,
-    words: int,
+    given: str, out: Path, stage: Callable[[Path], list[str]]
 ) -> tuple[list[str], list[str]]:
-    """Write the tables, the JSON report and the figures into ``out``; returns the files
+    """Write the tables, the JSON report and the figures into ``out`` (``--out`` as
+    ``given``; ``stage`` writes them into a folder and names them); returns the files
     written and the previous run's figures removed. Everything is written into a hidden
     folder inside ``out`` first; then, with signals held, the previous run's files are
     removed (summary.json first) and the new ones moved into place (summary.json last): an
@@ -287,13 +290,13 @@ def _write(
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise CLIError(f"cannot create {args.out}: {error.strerror}") from None
+        raise CLIError(f"cannot create {given}: {error.strerror}") from None
     try:
         staging = Path(tempfile.mkdtemp(prefix=".dxp-calibrate.", suffix=".tmp", dir=out))
     except OSError as error:
-        raise CLIError(f"cannot write into {args.out}: {error.strerror}") from None
+        raise CLIError(f"cannot write into {given}: {error.strerror}") from None
     try:
-        drawn = _write_staged(args, staging, results, summaries, choice, table, words)
+        drawn = stage(staging)
         written = [name for name in drawn if (staging / name).is_file()]
         stale = [name for name in FIGURES if name not in written and (out / name).is_file()]
         with _signals_held():  # not split by Ctrl-C: the previous run's files, then these

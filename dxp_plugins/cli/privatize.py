@@ -37,11 +37,16 @@ from .report import (
     _report_ahead,
     _report_partial,
     _withdraw_report,
-    _write_error,
     _write_report,
 )
 from .settings import _build_mechanism, _settings
-from .targets import _check_replaceable, _check_targets, _replacing, _written_through
+from .targets import (
+    _check_replaceable,
+    _check_targets,
+    _replacing,
+    _write_error,
+    _written_through,
+)
 
 #: A batch of documents as read: (line number, context, the document's texts).
 Batch = list[tuple[int | None, Any, tuple[str, ...]]]

@@ -15,7 +15,7 @@ from typing import IO, Any, NamedTuple
 
 from ..guarantee import Guarantee, _most_tokens
 from .process import CLIError, _say
-from .targets import _replacing
+from .targets import _replacing, _write_error
 
 #: The fields :meth:`_Released.write` counts a batch into.
 _TALLY = ("documents", "cut", "uncertain", "total", "nulls")
@@ -144,15 +144,6 @@ class _Released:
         elif self.report_failed:
             text += " (the report of them could not be written)"
         return text
-
-
-def _write_error(target: str, error: OSError) -> OSError | CLIError:
-    """A failed write as an error naming its target (``writing /dev/full: No space left on
-    device``; review D4: the target was not named). A reader that left (BrokenPipeError)
-    stays itself: it ends the run with exit code 141."""
-    if isinstance(error, BrokenPipeError):
-        return error
-    return CLIError(f"writing {target}: {error.strerror or type(error).__name__}")
 
 
 def _documents(count: int) -> str:

@@ -46,11 +46,21 @@ def _descriptor(target: str) -> int | None:
     return int(match[2])
 
 
-def _same_regular_file(fd: int, name: str) -> bool:
-    """Whether descriptor ``fd`` holds the regular file ``name`` (pipes and terminals may be
-    shared: a regular file would be replaced, or read while it grows)."""
+def _write_error(target: str, error: OSError) -> OSError | CLIError:
+    """A failed write as an error naming its target (``writing /dev/full: No space left on
+    device``; review D4: the target was not named). A reader that left (BrokenPipeError)
+    stays itself: it ends the run with exit code 141."""
+    if isinstance(error, BrokenPipeError):
+        return error
+    return CLIError(f"writing {target}: {error.strerror or type(error).__name__}")
+
+
+def _same_regular_file(fd: int, name: str | int) -> bool:
+    """Whether descriptor ``fd`` holds the regular file ``name`` (a path, or a descriptor:
+    stdin's 0); pipes and terminals may be shared: a regular file would be replaced, or
+    read while it grows."""
     try:
-        held, named = os.fstat(fd), os.stat(name)
+        held, named = os.fstat(fd), (os.fstat(name) if isinstance(name, int) else os.stat(name))
     except OSError:
         return False
     return stat.S_ISREG(held.st_mode) and (held.st_dev, held.st_ino) == (
@@ -124,21 +134,11 @@ def _check_descriptors(args: argparse.Namespace) -> None:
             continue
         where = _STREAM_NAMES[standard] if target == "-" else target
         for name in args.files:
-            same = _same_regular_descriptor(fd, 0) if name == "-" else _same_regular_file(fd, name)
-            if same:
+            if _same_regular_file(fd, 0 if name == "-" else name):
                 raise CLIError(
                     f"{'stdin' if name == '-' else name}: input file is output file "
                     f"({where}): write to another file"
                 )
-
-
-def _same_regular_descriptor(fd: int, other: int) -> bool:
-    """Whether descriptors ``fd`` and ``other`` hold the same regular file."""
-    try:
-        a, b = os.fstat(fd), os.fstat(other)
-    except OSError:
-        return False
-    return stat.S_ISREG(a.st_mode) and (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _open_descriptor(target: str, fd: int) -> IO[bytes]:
@@ -206,7 +206,7 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
             os.chmod(temporary, _final_mode(info))
             os.replace(temporary, path)
         except OSError as error:
-            raise CLIError(f"writing {target}: {error.strerror or type(error).__name__}") from None
+            raise _write_error(target, error) from None
     except BaseException:
         with suppress(OSError):
             temporary.unlink()
