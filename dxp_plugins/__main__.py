@@ -1,8 +1,9 @@
-"""``python -m dxp_plugins``: the ``dxp`` command (as ``python -m dxp_plugins.cli``)."""
+"""``python -m dxp_plugins``: the ``dxp`` command, entered as the console script is (a
+Ctrl-C while it loads is exit status 130, see :mod:`dxp_plugins._console`)."""
 
 import sys
 
-from .cli import main
+from ._console import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -358,3 +358,42 @@ def test_an_interrupted_calibrate_never_pairs_new_results_with_old_figures(
         assert stop_at < 50
     assert steps.count("deniability_curves") == 1 and stop_at > 10
     assert json.loads((out / "summary.json").read_text())["summaries"][0]["epsilon"] == 2
+
+
+@pytest.mark.parametrize("module", ["dxp_plugins.cli", "dxp_plugins.cli.parser", "numpy"])
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(module):
+    """Open work 33: a Ctrl-C in the 0.2-0.6 s the command line takes to import raised
+    KeyboardInterrupt inside an import, before ``cli.main`` could catch it: a traceback.
+    The signal is raised as ``module`` is imported, in a fresh interpreter."""
+    script = textwrap.dedent(
+        f"""
+        import signal, sys
+
+        class CtrlC:
+            def find_spec(self, name, path=None, target=None):
+                if name == {module!r}:
+                    signal.raise_signal(signal.SIGINT)
+                return None
+
+        sys.meta_path.insert(0, CtrlC())
+        from dxp_plugins._console import main
+        sys.argv = ["dxp", "embeddings", "list"]
+        sys.exit(main())
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert (result.returncode, result.stderr) == (130, "dxp: interrupted\n")
+    assert result.stdout == ""
+
+
+def test_the_console_script_and_python_m_enter_through_the_guarded_entry_point():
+    from importlib.metadata import entry_points
+
+    import dxp_plugins.__main__ as as_module
+    from dxp_plugins import _console
+
+    (script,) = entry_points(group="console_scripts", name="dxp")
+    assert script.value == "dxp_plugins._console:main"
+    assert as_module.main is _console.main
