@@ -200,10 +200,12 @@ def test_the_report_on_disk_lists_each_batch_before_it_goes_out(tmp_path, capsys
     for released, standing, hidden in seen:  # what a kill here would leave
         assert standing["complete"] is False and standing["documents"] >= released
         assert standing["output_sha256"] is None and hidden == []
+        assert standing["statement"].endswith(report._INCOMPLETE)  # the sentence alone says so
     assert [standing["documents"] for _, standing, _ in seen] == [2, 4, 6, 7]
     assert seen[-1][1]["guarantee"]["tokens_privatized"] == 14
     final = json.loads(target.read_text())
     assert final["complete"] is True and final["documents"] == 7
+    assert "had not finished" not in final["statement"]
     assert not list(tmp_path.glob(".*.tmp"))
 
 
@@ -242,6 +244,7 @@ def test_a_run_killed_after_a_batch_went_out_leaves_a_report_of_it(tmp_path, kil
     assert out.read_text().count("\n") == 4
     standing = json.loads(target.read_text())
     assert standing["documents"] == 4 and standing["complete"] is False
+    assert "The run had not finished when this report was written" in standing["statement"]
     assert not list(tmp_path.glob(".*.tmp"))
 
 

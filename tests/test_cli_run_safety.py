@@ -262,6 +262,7 @@ def test_a_write_cut_short_counts_what_reached_the_output(tmp_path, capsys, monk
     partial = json.loads(report.read_text())
     assert partial["documents"] == 3 and partial["complete"] is False
     assert partial["guarantee"]["tokens_privatized"] == 6
+    assert "had not finished" in partial["statement"]  # not only "complete": false
 
 
 def test_a_write_interrupted_by_a_signal_lists_the_batch(tmp_path, capsys, monkeypatch):

@@ -226,6 +226,14 @@ def _kept_clause(kept: _Unprotected) -> str:
     return f" JSONL fields {fields} copied unchanged and unprotected ({option})."
 
 
+#: The end of an incomplete report's statement (open work 33: only "complete": false said
+#: so, and a reader of the sentence alone took a stopped run's figures for a whole input's).
+_INCOMPLETE = (
+    " The run had not finished when this report was written (complete: false): it covers"
+    " the documents the run may have released by then, and its output holds at most these."
+)
+
+
 def _write_report(
     stream: IO[bytes] | None,
     run: _Released,
@@ -247,7 +255,7 @@ def _write_report(
         # The largest document: the bound when one document is one person's.
         "max_tokens_per_document": _most_tokens(guarantee),
         "max_document_spend": guarantee.max_document_spend,
-        "statement": guarantee.statement + _kept_clause(kept),
+        "statement": guarantee.statement + _kept_clause(kept) + ("" if complete else _INCOMPLETE),
         "embeddings": run.embeddings,
         "guarantee": guarantee.to_dict(),
         # JSONL fields written unchanged by --keep-fields: the names given that some record
