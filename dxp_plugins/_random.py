@@ -155,7 +155,9 @@ class RandomSource:
         if self._seed is not None:
             warn(
                 "seeded randomness: outputs are reproducible and the noise is predictable "
-                "to anyone who knows the seed; leave the seed / random_state unset (None) for "
+                "to anyone who knows the seed; each fit, clone or run seeded alike replays "
+                "the same noise, so two releases of different data reveal their difference "
+                "even without the seed; leave the seed / random_state unset (None) for "
                 "private releases",
                 SeededRandomnessWarning,
             )

@@ -419,7 +419,8 @@ def test_lplp_statements_say_what_n_and_epsilon_mean_in_word_occurrences():
         "In words: adding or removing c word occurrences in a document changes the "
         "probability of any output by at most a factor e^(c*1) (replacing a word by another "
         "is c = 2), so whether a document holds a word c times is protected only at that "
-        "factor." in one
+        "factor; this counts one column per word (with n-gram columns of lengths 1 to n, one "
+        "word moves up to n^2 counts: c = n^2)." in one
     )
     three = LPLPRelease([0, 0, 1, 1], epsilon=2.5, n_changes=3).guarantee(1).statement
     assert "e^(c*2.5/3) (e^2.5 for c up to 3; replacing a word by another is c = 2)" in three

@@ -105,8 +105,10 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         meaning depends on the table); this one has a single scale once N is fixed, the
         count: with the default N = 1, adding or removing one word occurrence changes the
         probability of any output by at most a factor e^epsilon, on every corpus and
-        vocabulary (each compressed entry gets two-sided geometric noise with
-        ``alpha = exp(-epsilon / N)``). The record states the (N, epsilon) used.
+        vocabulary of single-word columns (each compressed entry gets two-sided geometric
+        noise with ``alpha = exp(-epsilon / N)``; n-gram columns of lengths 1 to n move n^2
+        counts per word: a vocabulary of them warns unless N covers that). The record
+        states the (N, epsilon) used.
     n_changes:
         N (default 1): documents whose counts differ by at most N in total (L1) are
         epsilon-indistinguishable. Replacing one word is a change of 2; documents further
@@ -322,6 +324,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             embeddings=table,
             histogram=histogram,
         )
+        _warn_multiword_features(context.words, n_changes)
         # Nothing spends before every setting is checked: weights that need no histogram
         # first (a bad array is refused before a grouping can release the histogram), then
         # the grouping (an unknown name, parameter or missing vocabulary fails before it
@@ -333,6 +336,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         )
         if not histogram_weights:
             weights, weights_source = public_weights(self.weights, context)
+            if not isinstance(self.weights, str):
+                _warn_own_totals(weights, counts)
         if n_groups == n_features:  # nothing to compress: no grouping (nor histogram) needed
             groups, grouping = identity_grouping(context), "none"
         else:
@@ -470,6 +475,38 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         if input_features is not None and list(input_features) != list(words):
             raise ValueError("input_features differ from the vocabulary")
         return words
+
+
+def _warn_multiword_features(words: tuple[str, ...] | None, n_changes: int) -> None:
+    """PrivacyWarning for vocabulary entries of several words (n-grams, phrases): one word
+    occurrence then moves several counts (up to n^2 for n-grams of lengths 1..n), so N = 1
+    does not protect one occurrence (LPLP review F1: bigrams measured at 4 epsilon)."""
+    if not words:
+        return
+    moved = max(len(word.split()) for word in words) ** 2
+    if moved > n_changes:
+        warn(
+            f"vocabulary holds features of several words (n-grams or phrases): one word "
+            f"occurrence changes up to {moved} counts, so with n_changes={n_changes} it is "
+            f"protected only at e^({moved}*epsilon/{n_changes}), not the record's "
+            f"e^(epsilon/{n_changes}); set n_changes={moved} to cover one occurrence",
+            PrivacyWarning,
+        )
+
+
+def _warn_own_totals(weights: np.ndarray, counts: sp.csr_matrix) -> None:
+    """PrivacyWarning for public weights equal (or proportional) to the fitted corpus's own
+    column totals: the paper decompresses with corpus frequencies, so a replication passes
+    ``X.sum(0)``, which the record would call public (LPLP review F4; PRIVACY.md 9)."""
+    totals = np.asarray(counts.sum(axis=0), dtype=np.float64).ravel()
+    if totals.sum() > 0 and np.allclose(weights * totals.sum(), totals * weights.sum()):
+        warn(
+            "weights are proportional to the column totals of the counts being fitted: "
+            "decompression weights from the private corpus itself are not public (the "
+            "record would say they are); use weights='dp-histogram' (with "
+            "histogram_epsilon) or counts from a public corpus",
+            PrivacyWarning,
+        )
 
 
 def _same_param(value: Any, fitted: Any) -> bool:

@@ -90,7 +90,10 @@ def check_counts(X: Any, n_features: int | None = None) -> sp.csr_matrix:
         if not np.isfinite(data).all():
             raise ValueError("counts must be finite")
         if (data != np.round(data)).any():
-            raise ValueError("counts must be integers (LPLP releases count vectors)")
+            raise ValueError(
+                "counts must be integers (LPLP releases count vectors: use CountVectorizer, "
+                "not TfidfVectorizer, before it)"
+            )
     if len(data) and data.min() < 0:
         raise ValueError("Negative values in data passed to LPLP: counts must be non-negative")
     if n_features is not None and matrix.shape[1] != n_features:

@@ -146,7 +146,9 @@ class LPLPGuarantee:
         """The L1 bound in word occurrences: removing or adding one occurrence changes a
         count vector by 1 in L1, replacing one word by another by 2, and the two-sided
         geometric noise's loss is linear in L1 (``epsilon / N`` per unit), so a change of c
-        occurrences costs ``c * epsilon / N``."""
+        occurrences costs ``c * epsilon / N``. That holds when each column counts one word;
+        with n-grams of lengths 1..n one occurrence moves up to n^2 counts (bigrams: 4:
+        LPLP review F1, measured 4 epsilon), so the sentence says so."""
         eps, n = number(self.epsilon), self.n_changes
         per, up_to = (eps, "") if n == 1 else (f"{eps}/{n}", f"e^{eps} for c up to {n}; ")
         each = " (per release)" if self.releases > 1 else ""
@@ -154,7 +156,8 @@ class LPLPGuarantee:
             f"In words{each}: adding or removing c word occurrences in a document changes "
             f"the probability of any output by at most a factor e^(c*{per}) ({up_to}"
             "replacing a word by another is c = 2), so whether a document holds a word c "
-            "times is protected only at that factor. "
+            "times is protected only at that factor; this counts one column per word (with "
+            "n-gram columns of lengths 1 to n, one word moves up to n^2 counts: c = n^2). "
         )
 
     def to_dict(self) -> dict[str, Any]:
