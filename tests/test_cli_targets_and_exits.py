@@ -196,8 +196,41 @@ def test_a_signal_before_anything_is_released_says_so(tmp_path, signum):
         if signum == signal.SIGINT
         else (f"dxp: stopped ({signal.Signals(signum).name})\n")
     )
-    assert (process.returncode, err.decode()) == (128 + signum, expected)
+    # Ctrl-C ends the command killed by SIGINT (a shell's 130), the others exit 128 + signal.
+    status = -signum if signum == signal.SIGINT else 128 + signum
+    assert (process.returncode, err.decode()) == (status, expected)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_stops_a_shell_script_running_dxp_in_a_loop(tmp_path):
+    """Review 28 F2: after Ctrl-C, dxp exited with status 130, which bash takes for a
+    command that handled the signal, so a script looping over files went on with the next
+    one. Ended by SIGINT, as Python ends on a Ctrl-C nothing caught, it stops the script.
+    The signal goes to the whole process group, as a terminal sends it."""
+    import time
+
+    dxp = f"{sys.executable} -m dxp_plugins privatize - -e 10 {' '.join(FAST)}"
+    script = f'for i in 1 2; do {dxp} -o "{tmp_path}/out$i.txt"; echo "next $i"; done'
+    process = subprocess.Popen(
+        ["bash", "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert process.stdin is not None
+    process.stdin.write(b"the hockey team\n")
+    process.stdin.flush()  # stdin stays open: the first run waits for more
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".out1.txt.*.tmp")) and process.poll() is None:
+        assert time.monotonic() < deadline, "the first run never opened its output"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert (out, err.decode()) == (b"", "dxp: interrupted\n")
+    assert process.returncode == -signal.SIGINT  # bash itself ended by the signal
+    assert list(tmp_path.iterdir()) == []  # no second run
 
 
 @pytest.mark.parametrize("command", [[], ["privatize"], ["calibrate"]], ids=["dxp", "priv", "cal"])
@@ -208,9 +241,11 @@ def test_the_help_lists_the_exit_statuses(capsys, command):
     assert done.value.code == 0
     text = capsys.readouterr().out
     table = text[text.index("\nexit status:\n") :].splitlines()[2:]
-    codes = [line.split()[0] for line in table if line.strip()]
+    codes = [line.split()[0] for line in table if line.strip()[:1].isdigit()]
     assert codes == ["0", "1", "2", "129", "130", "141", "143"], table
     for needed in ("SIGHUP", "SIGINT (Ctrl-C)", "SIGTERM", "usage error", "a negative epsilon"):
+        assert needed in text
+    for needed in ("ends killed by SIGINT", "stops a shell script"):
         assert needed in text
 
 

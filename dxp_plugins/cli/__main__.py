@@ -1,8 +1,9 @@
-"""``python -m dxp_plugins.cli``: the ``dxp`` command."""
+"""``python -m dxp_plugins.cli``: the ``dxp`` command, entered as the console script is
+(see :mod:`dxp_plugins._console`)."""
 
 import sys
 
-from . import main
+from .._console import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -145,7 +145,8 @@ EXIT_STATUS = """exit status:
   1    an error: a bad value (a negative epsilon), bad input data, a failed read or write
   2    a usage error (an unknown, missing or repeated option), or no command given
   129  stopped by SIGHUP (the terminal closed; ignored under nohup)
-  130  interrupted by SIGINT (Ctrl-C)
+  130  interrupted by SIGINT (Ctrl-C): says so, then ends killed by SIGINT, which a
+       shell reports as 130 and which stops a shell script running dxp in a loop
   141  the reader of stdout left early (| head), as a shell reports SIGPIPE
   143  stopped by SIGTERM (kill)"""
 
