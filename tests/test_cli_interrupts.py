@@ -364,7 +364,7 @@ def test_an_interrupted_calibrate_never_pairs_new_results_with_old_figures(
 
 
 @pytest.mark.parametrize("module", ["dxp_plugins.cli", "dxp_plugins.cli.parser", "numpy"])
-def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(module):
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_sigint(module):
     """Open work 33: a Ctrl-C in the 0.2-0.6 s the command line takes to import raised
     KeyboardInterrupt inside an import, before ``cli.main`` could catch it: a traceback.
     The signal is raised as ``module`` is imported, in a fresh interpreter."""
@@ -387,7 +387,8 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(module):
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
-    assert (result.returncode, result.stderr) == (130, "dxp: interrupted\n")
+    # The command ends killed by SIGINT (a shell's 130), as after any Ctrl-C.
+    assert (result.returncode, result.stderr) == (-signal.SIGINT, "dxp: interrupted\n")
     assert result.stdout == ""
 
 
@@ -400,3 +401,149 @@ def test_the_console_script_and_python_m_enter_through_the_guarded_entry_point()
     (script,) = entry_points(group="console_scripts", name="dxp")
     assert script.value == "dxp_plugins._console:main"
     assert as_module.main is _console.main
+
+
+def _run_script(body: str, *argv) -> subprocess.CompletedProcess:
+    """``main()`` as the command runs it (no argv), in a fresh interpreter, after ``body``."""
+    script = textwrap.dedent(body) + textwrap.dedent(
+        f"""
+        import sys
+        from dxp_plugins.cli import main
+        sys.argv = ["dxp", "privatize", *{[str(a) for a in argv]!r}]
+        sys.exit(main())
+        """
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.parametrize("to_file", [False, True], ids=["stdout", "-o FILE"])
+def test_a_ctrl_c_while_a_stopped_run_says_so_is_held(tmp_path, to_file):
+    """Review 28 F1: SIGTERM stopped the run, and a Ctrl-C while it printed "dxp: stopped"
+    escaped as a traceback (exit 130): the line saying what was released was lost. The
+    first stop now holds the signals: one line, exit 143."""
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("hockey team\n" * 7)
+    body = """
+        import signal
+        import dxp_plugins.cli as cli
+        from dxp_plugins.cli import report
+
+        write, calls = report._Released.write, []
+
+        def stopped(self, *args):
+            calls.append(1)
+            if len(calls) == 3:
+                signal.raise_signal(signal.SIGTERM)  # as the third batch goes out
+            return write(self, *args)
+
+        report._Released.write = stopped
+        say = cli._say
+
+        def saying(text):
+            signal.raise_signal(signal.SIGINT)  # a Ctrl-C as the last line is printed
+            say(text)
+
+        cli._say = saying
+    """
+    target = ["-o", out] if to_file else []
+    result = _run_script(body, source, "-e", 300, "--batch-size", 2, *FAST, *target)
+    assert result.returncode == 143, result.stderr
+    if to_file:
+        assert result.stderr == "dxp: stopped (SIGTERM)\n" and not out.exists()
+    else:
+        written = "; 4 documents were already written to stdout"
+        assert result.stderr == f"dxp: stopped (SIGTERM){written}\n"
+        assert result.stdout.count("\n") == 4
+
+
+def test_a_stop_python_dropped_in_a_finalizer_still_stops_the_run(tmp_path):
+    """Review 28 F3: a SIGTERM whose handler ran inside a ``__del__`` raised there, where
+    Python prints "Exception ignored" and drops it: the run went on to exit 0. It stops
+    before the next batch now, without that traceback."""
+    source, report_path = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 7)
+    body = """
+        import gc, signal
+        from dxp_plugins.cli import report
+
+        class Finalized:
+            def __del__(self):
+                signal.raise_signal(signal.SIGTERM)  # handled here: raised in __del__
+
+        write, calls = report._Released.write, []
+
+        def collected(self, *args):
+            calls.append(1)
+            if len(calls) == 2:
+                Finalized()  # collected at once: the stop is dropped by Python
+            return write(self, *args)
+
+        report._Released.write = collected
+    """
+    argv = [source, "-e", 300, "--batch-size", 2, "--report", report_path, *FAST]
+    result = _run_script(body, *argv)
+    assert result.returncode == 143, result.stderr
+    assert result.stderr == (
+        "dxp: stopped (SIGTERM); 2 documents were already written to stdout "
+        f"(the report in {report_path} lists them, marked incomplete)\n"
+    )
+    assert result.stdout.count("\n") == 2
+    assert json.loads(report_path.read_text())["documents"] == 2
+
+
+def test_a_real_ctrl_c_during_calibrates_swap_waits_for_the_whole_new_set(tmp_path):
+    """Review 28 F4 (M1, M2): the swap test above raises KeyboardInterrupt itself, which
+    no hold can stop, so removing the hold, or never acting on what it held, passed it.
+    Here a real SIGINT arrives as the first new file is moved in: the swap completes, then
+    the run ends as interrupted (130) with the whole new set in place."""
+    out = tmp_path / "o"
+    base = ["--out", str(out), *CALIBRATE, "--no-progress"]
+    assert main(["calibrate", *base, "--epsilons", "1"]) == 0
+    old = {path.name: path.read_bytes() for path in out.iterdir()}
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        from pathlib import Path
+        from dxp_plugins import plotting
+        from dxp_plugins.cli import main
+
+        def draw(results, path, *args, **kwargs):  # matplotlib takes seconds
+            Path(path).write_text("new figure")
+
+        plotting.deniability_histograms = plotting.deniability_curves = draw
+        replace, moves = os.replace, []
+
+        def moving(source, target):
+            moves.append(target)
+            if len(moves) == 1:
+                signal.raise_signal(signal.SIGINT)  # Ctrl-C as the first file goes in
+            return replace(source, target)
+
+        os.replace = moving
+        sys.argv = ["dxp", "calibrate", *{base!r}, "--epsilons", "2"]
+        sys.exit(main())
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert (result.returncode, result.stderr) == (130, "dxp: interrupted\n")
+    now = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert set(now) == set(old)  # no staging folder left, every file there
+    assert not any(now[name] == old[name] for name in now)  # and all of them new
+    assert json.loads(now["summary.json"])["summaries"][0]["epsilon"] == 2
+
+
+def test_the_error_line_names_a_report_written_ahead_of_a_batch_that_did_not_go_out():
+    """Review 28 F4 (M11): when the exact report fails, the one written ahead stands,
+    listing the batch being written too; the line says how many it lists."""
+    run = report._Released(target="stdout", streamed=True, documents=4)
+    run.report, run.reported = "r.json", 6
+    assert run.note() == (
+        "; 4 documents were already written to stdout (the report in r.json lists "
+        "6 documents (the batch being written too), marked incomplete)"
+    )
+    run.reported = 4
+    assert run.note().endswith("(the report in r.json lists them, marked incomplete)")

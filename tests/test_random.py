@@ -258,9 +258,12 @@ def test_a_forked_child_handed_its_ancestors_pid_never_replays_it(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededRandomnessWarning)
         source = RandomSource(seed)
-    source.generator().random(4)  # keyed here before the fork
+    first = source.generator().random(4)  # keyed here before the fork
     child = _child_draws(source, as_pid=os.getpid())
     assert not np.array_equal(child, source.generator().random(4))
+    # Nor the stream's start (review 28 F4, M23: re-keyed as the seed's own process, a
+    # seeded child replayed the ancestor's first draws).
+    assert not np.array_equal(child, first)
 
 
 def test_seeded_source_replays_only_in_its_own_process():

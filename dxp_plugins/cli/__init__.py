@@ -14,6 +14,7 @@ library (a token filter, a loader, spaCy) give only their category and module.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 
@@ -21,12 +22,13 @@ from ..errors import DxpError
 from .code import import_code
 from .parser import build_parser
 from .process import (
-    _HOLD,
     PROG,
     CLIError,
     _exit_on_signals,
     _hold_closed_descriptors,
     _hold_signals,
+    _QuietDroppedStops,
+    _raise_if_stopped,
     _raised_by_this_library,
     _restore_signals,
     _say,
@@ -44,8 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.place = None  # the input line being handled, when known (see _records)
-    previous = _exit_on_signals()
-    _HOLD.armed = True  # a stopping run holds signals until this call ends (_hold_signals)
+    previous = _exit_on_signals()  # and arms the hold a stopping run takes (_hold_signals)
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _QuietDroppedStops(unraisable)
 
     def note() -> str:  # what a failing privatize run had already written to stdout
         released = getattr(args, "released", None)
@@ -58,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if getattr(args, "code", None) is not None:  # before any registry is read
                 import_code(args.code)
             code: int = args.handler(args)
+            _raise_if_stopped()  # a stop a signal raised where Python dropped it
         return code
     except KeyboardInterrupt:
         _hold_signals()  # a second Ctrl-C cannot cut this line short
@@ -66,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader left: the run did not finish (a partial --report)
         return 141  # as a shell reports a process killed by SIGPIPE
     except SystemExit as stop:  # SIGTERM or SIGHUP (see _exit_on_signals)
+        _hold_signals()  # held already when a signal stopped the run: this line is whole
         if isinstance(stop, _Stopped):  # said even when nothing was released (review F6)
             _say(f"{PROG}: stopped ({stop.name}){note()}\n")
         elif note():
@@ -84,4 +89,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
         return _unexpected(error, args.place, note())
     finally:
+        sys.unraisablehook = unraisable
         _restore_signals(previous, ending=argv is None)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._validation import check_epsilon, check_probability
 from ..errors import DxpWarning, PrivacyWarning
-from .process import CLIError, _signals_held
+from .process import CLIError, _raise_if_stopped, _signals_held
 from .records import BOM, _check_input
 from .settings import _build_mechanism
 from .targets import _write_error
@@ -300,6 +300,7 @@ def _write(
         written = [name for name in drawn if (staging / name).is_file()]
         stale = [name for name in FIGURES if name not in written and (out / name).is_file()]
         with _signals_held():  # not split by Ctrl-C: the previous run's files, then these
+            _raise_if_stopped()  # a stop dropped while drawing: no new files
             for name in sorted(OUTPUTS, key=lambda name: name != "summary.json"):
                 (out / name).unlink(missing_ok=True)  # a previous run's: summary.json first
             for name in sorted(written, key=lambda name: name == "summary.json"):

@@ -204,18 +204,26 @@ class _Stopped(SystemExit):
 
 def _exit_on_signals() -> dict[int, Any]:
     """Turn SIGTERM and SIGHUP into SystemExit (exit code 128 + the signal: 143, 129), so
-    clean-up runs (the temporary output file is removed) as it does on errors; returns the
-    previous handlers to restore. A signal ignored on purpose (``nohup``) stays ignored."""
+    clean-up runs (the temporary output file is removed) as it does on errors, and SIGINT
+    into KeyboardInterrupt as Python's own handler does; each stop holds the signals from
+    then on (:meth:`_SignalHold.stop`). Returns the previous handlers to restore. A signal
+    ignored on purpose (``nohup``), or handled by other code, is left alone."""
     if threading.current_thread() is not threading.main_thread():
         return {}  # signal handlers can only be installed from the main thread
+    _HOLD.armed = True  # a stopping run holds signals until main() ends (_hold_signals)
 
     def stop(signum: int, frame: Any) -> None:
-        raise _Stopped(signum)
+        error = KeyboardInterrupt() if signum == signal.SIGINT else _Stopped(signum)
+        _HOLD.stop(error)
+        raise error
 
     previous = {}
-    for signum in _STOP_SIGNALS:
-        if signal.getsignal(signum) in (signal.SIG_IGN, None):
+    for signum in (signal.SIGINT, *_STOP_SIGNALS):
+        handler = signal.getsignal(signum)
+        if handler in (signal.SIG_IGN, None):
             continue  # ignored on purpose, or a handler set outside Python: leave it
+        if signum == signal.SIGINT and handler is not signal.default_int_handler:
+            continue  # a caller's own Ctrl-C handler (main() called from Python)
         previous[signum] = signal.signal(signum, stop)
     return previous
 
@@ -241,30 +249,46 @@ class _SignalHold:
         self.armed = False
         self.previous: dict[int, Any] = {}  # while held: the handlers replaced
         self.arrived: list[int | BaseException] = []
+        self.stopping: BaseException | None = None  # the first stop a signal raised
+
+    def stop(self, error: BaseException) -> None:
+        """Called by the stop signals' handlers as they raise ``error``, while :func:`main`
+        runs: the signals are held from now on (review 28 F1: a second one while the run
+        stopped, before any except clause could hold them, gave a traceback and lost the
+        "stopped" line), and the first stop is kept: raised in a ``__del__`` or a weakref
+        callback, Python prints and drops it (F3), so :func:`_raise_if_stopped` raises it
+        again where the run can stop."""
+        if self.armed:
+            if self.stopping is None:
+                self.stopping = error
+            self.take()
 
     def take(self) -> bool:
         """Hold the signals (from the main thread only); False when they were held
         already (or cannot be). A signal whose handler ran as the hold was being taken is
-        noted as one that arrived during it."""
+        noted as one that arrived during it; one whose handler took the hold itself (a
+        stop: :meth:`stop`) leaves its handlers in place, recorded once (review 28 F8)."""
         if self.previous or threading.current_thread() is not threading.main_thread():
             return False
-        arrived: list[int | BaseException] = []
-
-        def note(signum: int, frame: Any) -> None:
-            arrived.append(signum)
-
+        self.arrived = []
         for signum in _HELD_SIGNALS:
             while True:
                 try:
                     handler = signal.getsignal(signum)
-                    if handler not in (signal.SIG_IGN, None):  # ignored on purpose: leave it
-                        signal.signal(signum, note)  # runs the handler of one pending first
-                        self.previous[signum] = handler
+                    if handler in (signal.SIG_IGN, None) or handler == self._note:
+                        break  # ignored on purpose, or held by a stop's own take
+                    # Recorded first: signal.signal runs the handler of one pending
+                    # before it replaces it, and that may raise.
+                    self.previous[signum] = handler
+                    signal.signal(signum, self._note)
                     break
                 except (KeyboardInterrupt, SystemExit) as error:  # it had just arrived
-                    arrived.append(error)
-        self.arrived = arrived
+                    self.arrived.append(error)
         return bool(self.previous)
+
+    def _note(self, signum: int, frame: Any) -> None:
+        """The handler while held: the signal is noted, not acted on."""
+        self.arrived.append(signum)
 
     def release(self, *, deliver: bool) -> None:
         """Restore the handlers; when ``deliver``, act on the first signal that arrived
@@ -289,6 +313,26 @@ class _SignalHold:
 
 
 _HOLD = _SignalHold()
+
+
+class _QuietDroppedStops:
+    """``sys.unraisablehook`` while :func:`main` runs: the stop a signal raised where
+    Python drops it (a ``__del__``) is not printed as "Exception ignored" and a traceback;
+    :func:`_raise_if_stopped` raises it again. Anything else goes to ``hook``."""
+
+    def __init__(self, hook: Callable[[Any], Any]) -> None:
+        self.hook = hook
+
+    def __call__(self, unraisable: Any) -> None:
+        if unraisable.exc_value is None or unraisable.exc_value is not _HOLD.stopping:
+            self.hook(unraisable)
+
+
+def _raise_if_stopped() -> None:
+    """Raise again the stop a signal raised where Python dropped it (a ``__del__``, a
+    weakref callback: see :meth:`_SignalHold.stop`); called between a run's steps."""
+    if _HOLD.stopping is not None:
+        raise _HOLD.stopping
 
 
 def _hold_signals() -> None:
@@ -318,12 +362,14 @@ def _restore_signals(previous: dict[int, Any], *, ending: bool) -> None:
     (the run has stopped already). When ``ending`` (``main`` is the command: the console
     script, ``python -m``), held signals stay ignored until the process exits, so a second
     or third Ctrl-C cannot turn exit code 130 into a traceback or a death by signal."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # main() run by another thread (a server) touched no handler (review 28 F8)
     held = set(_HOLD.previous) if ending else set()
     if held:
         _HOLD.ignore()
     else:
         _HOLD.release(deliver=False)
-    _HOLD.armed = False
+    _HOLD.armed, _HOLD.stopping = False, None
     for signum, handler in previous.items():
         if signum not in held:
             signal.signal(signum, handler)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any, NamedTuple
 
 from ..guarantee import Guarantee, _most_tokens
-from .process import CLIError, _say
+from .process import CLIError, _raise_if_stopped, _say, _signals_held
 from .targets import _replacing, _write_error
 
 #: The fields :meth:`_Released.write` counts a batch into.
@@ -66,6 +66,7 @@ class _Released:
         interrupted by a signal took is unknown: the rest of the batch is listed as maybe
         written (so it is on an in-memory stream, which has no raw file to count on).
         ``nulls`` marks the documents whose --field was null (``--null keep``)."""
+        _raise_if_stopped()  # a stop a signal raised where Python dropped it: no more out
         nulls = nulls or [False] * len(lines)
         if self.ahead is not None:  # the report as it stands once this batch is out, first
             so_far = [] if self.total is None else [self.total]
@@ -202,12 +203,16 @@ def _report_ahead(
     (SIGKILL; SIGQUIT, left to its default) leaves a report listing at least what went out
     (CLI review F3). A failure stops the run before the batch: what stands lists all."""
     upcoming = replace(run, documents=documents, uncertain=0, nulls=nulls)
-    try:
-        with _replacing(target) as (stream, _):
-            _write_report(stream, upcoming, guarantee, kept(), complete=False)
-    except OSError as error:
-        raise _write_error(target, error) from None
-    run.report, run.reported = target, documents
+    # Held: a signal between the rename and the bookkeeping left a report that a run
+    # stopping before its first batch went out did not withdraw, or a temporary file
+    # (review 28 F7); one that arrives meanwhile acts once the report stands, and counted.
+    with _signals_held():
+        try:
+            with _replacing(target) as (stream, _):
+                _write_report(stream, upcoming, guarantee, kept(), complete=False)
+        except OSError as error:
+            raise _write_error(target, error) from None
+        run.report, run.reported = target, documents
 
 
 def _kept_clause(kept: _Unprotected) -> str:
