@@ -270,7 +270,7 @@ class DoorSettings:
     def nothing_released(self, mechanism: Mechanism) -> Guarantee:
         """The record of a run that held no document: no release, no spend (PRIVACY.md 22),
         with this door's selection and mask."""
-        record = dataclasses.replace(mechanism.guarantee(0), releases=0, mask=self.mask)
+        record = dataclasses.replace(mechanism._record(), releases=0, mask=self.mask)
         if self.restricted:
             record = dataclasses.replace(record, selection=self.selection_label())
         return record

@@ -623,9 +623,8 @@ def _privatize_batch(
         released = privatize_tokenized(docs, mechanism, selection, mask=mask, _charged=charged)
     except OOVError as error:
         raise _relocated(error, blank, start) from None
-    blank_record = mechanism.guarantee(0, 0)
-    if charged is not None:  # the epsilon of the call, whatever epsilon reads now
-        blank_record = dataclasses.replace(blank_record, epsilon=charged.epsilon)
+    # The epsilon of the call, whatever epsilon reads now.
+    blank_record = mechanism._record(None if charged is None else charged.epsilon)
     if selection is not None:
         blank_record = dataclasses.replace(blank_record, selection=selection)
     if mask is not None:

@@ -254,6 +254,28 @@ def test_pipe_honours_the_error_handler():
     assert make_nlp().get_pipe("dxp_privatizer").get_error_handler() is raise_error
 
 
+def test_a_doc_that_fails_under_an_ignoring_handler_never_goes_on_raw_in_replace_mode():
+    """Contributor review 28 F3: with ``nlp.set_error_handler(ignore_error)`` spaCy's
+    ``nlp(text)`` went on with the Doc it had when a component failed: in replace mode the
+    raw text came back as the private one (a reached cap, a plugin's error). An empty Doc
+    goes on now; the handler still sees the failure, once."""
+    nlp = make_nlp(mode="replace")
+    nlp.add_pipe("dxp_test_recorder")
+    privatizer = nlp.get_pipe("dxp_privatizer")
+    privatizer.accountant = dxp.Accountant(cap=20.0)  # one 2-token text at 8 fits
+    failures = []
+    nlp.set_error_handler(lambda name, proc, docs, error: failures.append(type(error)))
+    first = nlp("county politics")
+    assert first._.dxp_guarantee is not None and len(first) == 2
+    refused = nlp("send the secret keys to alice")
+    assert (refused.text, len(refused), refused._.dxp_guarantee) == ("", 0, None)
+    assert refused.user_data["seen_by_next_component"] == ""  # nothing raw went on
+    assert failures == [dxp.BudgetExceededError]
+    nlp.set_error_handler(raise_error)
+    with pytest.raises(dxp.BudgetExceededError):
+        nlp("send the secret keys to alice")
+
+
 # -- replace mode -----------------------------------------------------------------------------
 @Language.component("dxp_test_recorder")
 def _recorder(doc: Doc) -> Doc:

@@ -9,9 +9,12 @@ folder.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
+import re
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import catalogue
@@ -400,3 +403,71 @@ def test_a_saved_pipeline_follows_a_plugins_moved_data_folder(monkeypatch, tmp_p
         reload("c")("north east")
     with pytest.raises(ValueError, match="settings differ"):  # not a folder: still a change
         reload("missing")
+
+
+# -- the base settings a mechanism is given are the ones it uses (review 28, F1 and F2) ------
+class _Forgetful(_Echo):
+    """Takes ``**kwargs`` and drops them: the user's accountant and seed never arrive."""
+
+    name = "forgetful-test"
+
+    def __init__(self, embeddings, epsilon, *, smoothing=1.0, **kwargs):
+        super().__init__(embeddings, epsilon)
+
+
+def _tenfold(embeddings, epsilon, **kwargs):
+    """A factory building another epsilon than the door states."""
+    return _Echo(embeddings, epsilon * 10, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("factory", "dropped", "seeded"),
+    [
+        (_Forgetful, "accountant (it charges another ledger)", "random_state (given 7, holds"),
+        (_tenfold, "epsilon (given 1.0, holds 10.0)", "epsilon (given 1.0, holds 10.0)"),
+    ],
+)
+def test_a_mechanism_that_drops_its_base_settings_is_refused_before_any_release(
+    monkeypatch, table, factory, dropped, seeded
+):
+    """Contributor review 28 F1: such a plugin released past the user's cap (11 spent, the
+    user's capped ledger reading 0) and drew secure noise for a seeded door; now every
+    door's build refuses it, naming what it did not keep."""
+    from dxp_plugins.estimators import TextPrivatizer
+
+    register(monkeypatch, "mechanisms", "dropping", factory)
+    capped = dxp.Accountant(cap=5.0)
+    door = TextPrivatizer(
+        mechanism="dropping", embeddings=table, epsilon=1.0, accountant=capped, random_state=3
+    )
+    refused = pytest.raises(TypeError, match=re.escape(f"did not keep {dropped}"))
+    with refused, pytest.warns(dxp.SeededRandomnessWarning):
+        door.fit_transform(["w1 w2 w3"])
+    assert capped.spent == 0 and capped.releases == 0
+    with pytest.raises(TypeError, match=re.escape(seeded)), warnings.catch_warnings():
+        warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)  # when it got the seed
+        dxp.make_mechanism("dropping", table, epsilon=1.0, random_state=7)
+
+
+def test_the_record_names_what_was_charged_and_drawn_whatever_the_hook_says(table):
+    """Contributor review 28 F2: a guarantee hook delegating to a wrapped Madlib recorded
+    an identity mechanism's seeded pass-through releases as secure Madlib with oov 'unk'.
+    Only what the hook may state (BRR: its codes' fingerprint) is taken from it."""
+
+    class Wrapper(_Echo):
+        name = "wrapper-test"
+
+        def guarantee(self, tokens_privatized, tokens_passed_through=0):
+            inner = Madlib(self.embeddings, 99.0)
+            record = inner.guarantee(tokens_privatized, tokens_passed_through)
+            return dataclasses.replace(record, embeddings="stated-by-the-hook")
+
+    with pytest.warns(dxp.PrivacyWarning):  # seeded, and passthrough
+        mechanism = Wrapper(table, 2.0, random_state=9, oov="passthrough")
+    mechanism.privatize(["w1", "unknown-word"])
+    record = mechanism.last_guarantee
+    assert (record.mechanism, record.epsilon, record.metric) == ("wrapper-test", 2.0, "discrete")
+    assert (record.oov_policy, record.rng) == ("passthrough", "seeded")
+    assert record.embeddings == "stated-by-the-hook"
+    released = dxp.privatize_text("w1 w2", mechanism).guarantee
+    assert (released.mechanism, released.rng) == ("wrapper-test", "seeded")

@@ -35,7 +35,37 @@ def make_mechanism(name: str, embeddings: EmbeddingTable | str, **params: Any) -
     mechanism = factory(embeddings, **params)
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism {name!r} did not build a Mechanism")
+    _check_kept(name, mechanism, params)
     return mechanism
+
+
+def _check_kept(name: str, mechanism: Mechanism, params: dict[str, Any]) -> None:
+    """TypeError when the mechanism built does not hold the base settings it was given. A
+    constructor taking ``**kwargs`` and not passing them on to :class:`Mechanism` released
+    past the user's capped accountant (which read 0 spent), drew secure noise for a seeded
+    door, and a factory could build another epsilon than the door states (contributor
+    review, twenty-eighth session, F1): the doors and records would describe settings the
+    mechanism does not use."""
+    from .._random import RandomSource
+
+    dropped = []
+    if "epsilon" in params and mechanism.epsilon != params["epsilon"]:
+        dropped.append(f"epsilon (given {params['epsilon']!r}, holds {mechanism.epsilon!r})")
+    if "oov" in params and mechanism.oov != params["oov"]:
+        dropped.append(f"oov (given {params['oov']!r}, holds {mechanism.oov!r})")
+    accountant = params.get("accountant")
+    if accountant is not None and mechanism.accountant is not accountant:
+        dropped.append("accountant (it charges another ledger)")
+    seed = params.get("random_state")
+    if isinstance(seed, RandomSource) and mechanism._random is not seed:
+        dropped.append("random_state (it draws from another random source)")
+    elif isinstance(seed, int) and mechanism._random.seed != seed:
+        dropped.append(f"random_state (given {seed}, holds {mechanism._random.seed})")
+    if dropped:
+        raise TypeError(
+            f"mechanism {name!r} did not keep {'; '.join(dropped)}: its constructor must pass "
+            "epsilon, oov, random_state and accountant on to Mechanism.__init__ unchanged"
+        )
 
 
 def _check_arguments(

@@ -480,9 +480,21 @@ class Mechanism(ABC):
             self.accountant.charge(epsilon * tokens, tokens, unit=self.ledger_unit)
         return Reservation(epsilon, tokens)
 
-    def _record(self, epsilon: float) -> Guarantee:
-        """:meth:`guarantee` of no token, at the ``epsilon`` of a release."""
-        return dataclasses.replace(self.guarantee(0, 0), epsilon=epsilon)
+    def _record(self, epsilon: float | None = None) -> Guarantee:
+        """:meth:`guarantee` of no token, at the ``epsilon`` of a release (default: the
+        current one). What the library charges and draws by is forced over what the hook
+        says: the name, epsilon, metric, OOV policy and randomness (a hook delegating to a
+        wrapped Madlib recorded an identity mechanism's seeded pass-through releases as
+        secure Madlib: contributor review, twenty-eighth session, F2). The hook may state
+        the rest (BRR names its codes' fingerprint as ``embeddings``)."""
+        return dataclasses.replace(
+            self.guarantee(0, 0),
+            mechanism=self.name,
+            epsilon=self.epsilon if epsilon is None else epsilon,
+            metric=self.metric,
+            oov_policy=self.oov,
+            rng=self.rng_mode,
+        )
 
     def _prepare_release(self, ids: np.ndarray) -> None:
         """Raise now what sampling ``ids`` could raise, and build what it builds lazily

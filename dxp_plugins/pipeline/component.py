@@ -246,7 +246,18 @@ class Privatizer:
 
     # -- processing ----------------------------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
-        return self._privatize([doc], in_batch=False)[0]
+        """The private Doc. In ``mode="replace"`` a Doc that fails goes to the error handler
+        here: spaCy's ``nlp(text)`` goes on with the Doc it had when a handler returns
+        (``ignore_error``), which released the raw text as the private one to the caller
+        and the later components (contributor review, twenty-eighth session, F3); an empty
+        Doc goes on instead, holding no word and no guarantee, as ``nlp.pipe`` drops it."""
+        try:
+            return self._privatize([doc], in_batch=False)[0]
+        except Exception as error:
+            if self.mode != "replace":
+                raise  # annotate: the raw Doc stays raw, holding no private value
+            self.get_error_handler()(self.name, self, [doc], error)
+            return Doc(doc.vocab, words=[])
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[Doc]:
         """Privatize ``batch_size`` docs per mechanism call (one shared neighbour search;
