@@ -97,6 +97,7 @@ class DoorSettings:
         ``{"seed": "random_state"}``; None: a setting the door does not have).
         """
         from . import registry
+        from .mechanisms import check_factory
         from .mechanisms.base import OOV_POLICIES, Mechanism
 
         spelt = dict(names or {})
@@ -127,6 +128,7 @@ class DoorSettings:
             raise ValueError(f"{label('mechanism_params')} may not set {', '.join(uses)}")
         factory = registry.resolve(registry.mechanisms, mechanism)
         _check_option_names(factory, mechanism_params, label("mechanism_params"), skip=1)
+        check_factory(mechanism, factory, mechanism_params)
         if isinstance(factory, type) and issubclass(factory, Mechanism):
             factory.check_options(**mechanism_params)  # values, before any table is loaded
         embeddings, embeddings_params, vocab_size = check_embeddings_setting(

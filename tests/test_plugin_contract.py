@@ -471,3 +471,21 @@ def test_the_record_names_what_was_charged_and_drawn_whatever_the_hook_says(tabl
     assert record.embeddings == "stated-by-the-hook"
     released = dxp.privatize_text("w1 w2", mechanism).guarantee
     assert (released.mechanism, released.rng) == ("wrapper-test", "seeded")
+
+
+def test_a_constructor_without_the_base_keywords_is_refused_when_a_door_is_configured(
+    monkeypatch, table
+):
+    """Contributor review 28 F8: it failed only at the first Doc, after ``add_pipe`` (and
+    a saved pipeline) had succeeded with a component that could never run."""
+    import spacy
+
+    def no_keywords(embeddings, epsilon):
+        return _Echo(embeddings, epsilon)
+
+    register(monkeypatch, "mechanisms", "no-keywords", no_keywords)
+    nlp = spacy.blank("en")
+    config = {"mechanism": "no-keywords", "epsilon": 1.0, "embeddings": "glove-6b-50d"}
+    expected = r"unknown argument\(s\) \['accountant', 'oov', 'random_state'\]"
+    with pytest.raises(TypeError, match=expected):
+        nlp.add_pipe("dxp_privatizer", config=config)

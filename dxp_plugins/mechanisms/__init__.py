@@ -68,6 +68,19 @@ def _check_kept(name: str, mechanism: Mechanism, params: dict[str, Any]) -> None
         )
 
 
+def check_factory(name: str, factory: Any, options: dict[str, Any]) -> None:
+    """TypeError now when ``factory`` cannot take what every door passes (``epsilon``,
+    ``oov``, ``random_state``, ``accountant``) with ``options``: a constructor without them
+    failed only at the first document or ``fit``, after ``add_pipe`` and a saved pipeline
+    had succeeded (contributor review 28 F8). Not introspectable: it checks itself."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    door = dict.fromkeys(("epsilon", "oov", "random_state", "accountant"))
+    _check_arguments(name, signature, None, {**options, **door})
+
+
 def _check_arguments(
     name: str, signature: inspect.Signature, embeddings: Any, params: dict[str, Any]
 ) -> None:

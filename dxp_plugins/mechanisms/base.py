@@ -26,8 +26,15 @@ from ..guarantee import OOV_POLICIES, Accountant, Guarantee, OOVPolicy
 
 #: Settings a subclass may assign once (in ``__init__``) but never again.
 _SET_ONCE = frozenset({"metric"})
-#: The names the library's own mechanisms record (each in ``dxp_plugins.mechanisms.<name>``).
-BUILTIN_NAMES = frozenset({"madlib", "tem", "brr"})
+#: The module of each name the library's own mechanisms record: only its classes may record
+#: it (a map, not ``dxp_plugins.mechanisms.<name>``: a name such as ``laplace-coord`` is no
+#: module's, contributor review 28 F5).
+BUILTIN_MODULES = {
+    "madlib": "dxp_plugins.mechanisms.madlib",
+    "tem": "dxp_plugins.mechanisms.tem",
+    "brr": "dxp_plugins.mechanisms.brr",
+}
+BUILTIN_NAMES = frozenset(BUILTIN_MODULES)
 
 #: A release under ``oov="unk"`` warns (:class:`~dxp_plugins.OOVWarning`) when at least
 #: ``OOV_WARN_MIN`` of its tokens, and more than ``OOV_WARN_SHARE`` of them, are out of
@@ -134,7 +141,7 @@ class Mechanism(ABC):
                 f"{cls.__name__} must set its own class attribute name{inherited}: a str "
                 "naming the mechanism, which its guarantees record"
             )
-        if name in BUILTIN_NAMES and cls.__module__ != f"dxp_plugins.mechanisms.{name}":
+        if name in BUILTIN_MODULES and cls.__module__ != BUILTIN_MODULES[name]:
             raise TypeError(
                 f"{cls.__name__}.name {name!r} is a built-in mechanism's name: its "
                 "guarantees would read as that mechanism's; choose another"
