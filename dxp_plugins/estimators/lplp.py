@@ -8,6 +8,11 @@ and returns non-negative int64 counts over the same features (sparse for sparse 
 last release guarantees (it lives on the fitted ``release_`` object, so ``transform`` leaves
 the estimator's own attributes unchanged).
 
+``privatize_at="fit"`` releases only in ``fit_transform`` (what ``Pipeline.fit`` calls) and
+passes counts through ``transform`` unchanged, as ``TextPrivatizer``'s does: a model trained
+on private counts and scored on clean ones (the paper's evaluation), so ``cross_val_score``
+and ``GridSearchCV`` neither charge nor add noise to the validation folds.
+
 The vocabulary must be public (PRIVACY.md 3): give ``CountVectorizer(vocabulary=words)`` a
 fixed public word list (e.g. frequent GloVe words) and pass the same list (or dict) as
 ``vocabulary=`` here, which the embedding-based groupings need.
@@ -39,14 +44,20 @@ from ..lplp.guarantee import LPLPGuarantee
 from ..lplp.histogram import check_histogram, dp_histogram
 from ..lplp.release import LPLPRelease
 from ..lplp.weights import public_weights
+from ._privatize_at import PrivatizeAt, check_privatize_at, warn_if_fitted_without_release
 
 #: Sparse formats taken as they are (others, e.g. DOK, are converted to the first).
 _SPARSE = ("csr", "csc", "coo")
 #: Side streams for fitting: the grouping is published, so its draws must never be the
 #: noise draws (or the DP histogram's), which one seeded generator would hand them.
 _GROUPING_STREAM, _HISTOGRAM_STREAM = 0x4C504C50, 0x48495354  # "LPLP", "HIST"
-#: Parameters added after the first release: None in pickles made before them.
-_ADDED_PARAMS = ("embeddings_params", "vocab_size")
+#: Parameters added after the first release, with the value pickles made before them had
+#: (the behaviour those fits got: no loader arguments, the whole table, a release per call).
+_ADDED_PARAMS: dict[str, Any] = {
+    "embeddings_params": None,
+    "vocab_size": None,
+    "privatize_at": "always",
+}
 #: A fitted setting that was not recorded (differs from every value).
 _ABSENT = object()
 
@@ -153,6 +164,13 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         ``M epsilon / K``; the guarantee states the TRUE epsilon).
     random_state:
         None (secure randomness) or an int seed (reproducible; warns).
+    privatize_at:
+        ``"always"`` (default) or ``"fit"``: release in ``fit_transform`` only (what
+        ``Pipeline.fit`` calls); ``transform`` then returns the counts unchanged (validated
+        and in the container it would release them in), charges nothing and sets
+        ``last_guarantee_`` to None, with a PrivacyWarning when the estimator was fitted by
+        ``fit``, which releases nothing. For cross-validation and grid search: train on
+        private counts, score on clean held-out counts.
     accountant:
         An :class:`~dxp_plugins.Accountant` charged per release (and once for a DP
         histogram). Used as given, never copied: clones (``clone``, ``GridSearchCV``,
@@ -186,7 +204,8 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         (N, epsilon) it gives.
     last_guarantee_:
         The :class:`~dxp_plugins.lplp.LPLPGuarantee` of the latest ``transform`` (None
-        before the first).
+        before the first, and after a ``transform`` with ``privatize_at="fit"``: raw
+        counts out, no guarantee describes them).
     n_features_in_, feature_names_in_:
         M, and the column names when ``fit`` was given a DataFrame (scikit-learn's own).
     """
@@ -207,6 +226,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         histogram_epsilon: float | None = None,
         calibration: CalibrationMode = "sound",
         random_state: int | None = None,
+        privatize_at: PrivatizeAt = "always",
         accountant: Accountant | None = None,
     ) -> None:
         self.epsilon = epsilon
@@ -222,6 +242,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.histogram_epsilon = histogram_epsilon
         self.calibration = calibration
         self.random_state = random_state
+        self.privatize_at = privatize_at
         self.accountant = accountant
 
     def __sklearn_tags__(self) -> Any:
@@ -290,7 +311,9 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         nothing spent. ``fit`` takes no parameters, so any ``fit_params`` is refused."""
         check_no_fit_params(self, fit_params)
         _refuse_sparse_frames(self, X)  # before the joint charge
-        return self._transform(X, charged=self._fit(X, releasing=True))
+        private = self._transform(X, charged=self._fit(X, releasing=True), fitting=True)
+        self._released_at_fit = True
+        return private
 
     def _fit(self, X: Any, *, releasing: bool) -> NoiseCalibration | None:
         """:meth:`fit`; ``releasing``: a release of X follows (:meth:`fit_transform`).
@@ -364,6 +387,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
         self.histogram_ = histogram.counts
         self.calibration_ = calibrated
         self.accountant_ = accountant
+        self._released_at_fit = False  # set by fit_transform once it released
         # Arrays, lists and dicts copied (shallow): an in-place edit after fit
         # (weights[:] = ..., embeddings_params["path"] = ...) is a change too.
         self._fitted_params = {
@@ -396,6 +420,7 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             raise TypeError("grouping_params must be a dict or None")
         if self.histogram_epsilon is not None:  # checked even when K = M leaves it unused
             check_epsilon(self.histogram_epsilon, "histogram_epsilon")
+        check_privatize_at(self.privatize_at)
         return n_changes, n_groups
 
     def _check_params_unchanged(self) -> None:
@@ -417,40 +442,43 @@ class LPLPTransformer(TransformerMixin, BaseEstimator):
             )
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Pickles of the previous version lack the parameters added since (their default,
-        None, is what those fits used)."""
-        for name in _ADDED_PARAMS:
-            state.setdefault(name, None)
+        """Pickles of earlier versions lack the parameters added since: they get the value
+        those fits used (:data:`_ADDED_PARAMS`)."""
+        for name, value in _ADDED_PARAMS.items():
+            state.setdefault(name, value)
             fitted = state.get("_fitted_params")
             if fitted is not None:
-                fitted.setdefault(name, None)
+                fitted.setdefault(name, value)
         super().__setstate__(state)
 
     # -- releasing --------------------------------------------------------------------------
     def transform(self, X: Any) -> sp.csr_matrix | sp.csr_array | np.ndarray:
         """Private counts of each row of X (int64, same features; CSR for sparse input, a
         ``csr_array`` for a sparse array, an array for dense input, as scikit-learn's
-        transformers keep the container); fresh noise per call."""
+        transformers keep the container); fresh noise per call. With
+        ``privatize_at="fit"``: X's counts unchanged, in that container, charging nothing."""
         _refuse_sparse_frames(self, X)
-        return self._transform(X, charged=None)
+        return self._transform(X, charged=None, fitting=False)
 
     def _transform(
-        self, X: Any, charged: NoiseCalibration | None
+        self, X: Any, charged: NoiseCalibration | None, *, fitting: bool
     ) -> sp.csr_matrix | sp.csr_array | np.ndarray:
-        """:meth:`transform`; ``charged``: the release was charged already, at it."""
+        """:meth:`transform`; ``charged``: the release was charged already, at it;
+        ``fitting``: called by :meth:`fit_transform`, which releases whatever
+        ``privatize_at`` says."""
         check_is_fitted(self, "release_")
-        self._check_params_unchanged()
+        self._check_params_unchanged()  # privatize_at too: it is the fitted one below
         X = _validate_counts(self, X, reset=False)
+        if not fitting and self.privatize_at == "fit":
+            warn_if_fitted_without_release(self, "counts")
+            counts = check_counts(X, self.release_.n_features)  # the release's own checks
+            self.release_.last_guarantee = None  # raw counts out: no guarantee describes them
+            return _in_container_of(X, counts)
         if charged is None:
             private, _ = self.release_.release(X)
         else:
             private, _ = self.release_.release(X, charged=charged)
-        if isinstance(X, sp.sparray):
-            return sp.csr_array(private)
-        if sp.issparse(X):
-            return private
-        dense: np.ndarray = private.toarray()
-        return dense
+        return _in_container_of(X, private)
 
     @property
     def last_guarantee_(self) -> LPLPGuarantee | None:
@@ -548,6 +576,17 @@ def _refuse_sparse_frames(estimator: LPLPTransformer, X: Any) -> None:
             f"this release returns for sparse input: pass dense counts (X.toarray()) or "
             f"set_output(transform='default'); nothing was charged"
         )
+
+
+def _in_container_of(X: Any, counts: sp.csr_matrix) -> sp.csr_matrix | sp.csr_array | np.ndarray:
+    """CSR int64 ``counts`` in X's kind of container, as scikit-learn's transformers keep it:
+    a ``csr_array`` for a sparse array, a ``csr_matrix`` for a sparse matrix, else an array."""
+    if isinstance(X, sp.sparray):
+        return sp.csr_array(counts)
+    if sp.issparse(X):
+        return counts
+    dense: np.ndarray = counts.toarray()
+    return dense
 
 
 def _words_in_column_order(vocabulary: Any) -> tuple[Any, ...]:

@@ -26,23 +26,20 @@ import inspect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _get_feature_names, check_is_fitted
 
 from .._random import RandomSource
-from .._validation import check_choice, check_int, check_no_fit_params, check_text
+from .._validation import check_int, check_no_fit_params, check_text
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..embeddings.table import EmbeddingTable
-from ..errors import PrivacyWarning, warn
 from ..guarantee import Accountant, Guarantee, OOVPolicy
 from ..mechanisms.base import Mechanism
 from ..text import privatize_all
-
-PrivatizeAt = Literal["always", "fit"]
-PRIVATIZE_AT: tuple[str, ...] = get_args(PrivatizeAt)
+from ._privatize_at import PrivatizeAt, check_privatize_at, warn_if_fitted_without_release
 
 
 @dataclass(frozen=True)
@@ -210,13 +207,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
         if not unchanged and self._fit_settings() != self.settings_:
             raise ValueError("parameters changed since fit; call fit again")
         if self.settings_.privatize_at == "fit":
-            if not getattr(self, "_released_at_fit", True):
-                warn(
-                    'privatize_at="fit": transform returns the texts unchanged, and this '
-                    "TextPrivatizer was fitted by fit(), which privatizes nothing: use "
-                    "fit_transform (as Pipeline.fit does) for private training texts",
-                    PrivacyWarning,
-                )
+            warn_if_fitted_without_release(self, "texts")
             texts = [check_text(text, f"text {i}") for i, text in enumerate(X)]
             self.last_guarantee_ = None  # raw text out: no guarantee describes it
             return texts
@@ -275,7 +266,7 @@ class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
 
     def _fit_settings(self) -> FitSettings:
         """The parameters that decide a release, checked (see :class:`FitSettings`)."""
-        privatize_at = check_choice(self.privatize_at, "privatize_at", PRIVATIZE_AT)
+        privatize_at = check_privatize_at(self.privatize_at)
         check_int(self.batch_size, "batch_size", minimum=1)
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             kind = type(self.accountant).__name__
