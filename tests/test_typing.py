@@ -43,6 +43,7 @@ dxp.Madlibb
 dxp.Madlib("glove-6b-50d", 1.0, oov="drop", index="flat")
 TextPrivatizer(epsilon=1.0, privatize_at="predict")
 dxp.LPLPTransformer(epsilon=1.0, calibration="papers")
+dxp.LPLPTransformer(privatize_at="fitted")
 dxp.TEM("glove-6b-50d", 1.0, oov="passthrough")
 dxp.estimators.TextPrivatiser
 from dxp_plugins import privatise_text
@@ -103,6 +104,7 @@ def test_a_misspelt_name_is_a_type_error(mypy_output, fragment):
         ('oov="drop"', "oov"),
         ('oov="drop"', "index"),
         ('privatize_at="predict"', "privatize_at"),
+        ('privatize_at="fitted"', "privatize_at"),  # LPLPTransformer's, the same Literal
         ('calibration="papers"', "calibration"),
     ],
 )
