@@ -97,15 +97,16 @@ PLACEHOLDER = "[...]"
 
 _EMAIL = r"[^\s@<>()\[\],;:\"]+@[\w-]+(?:\.[\w-]+)+"
 _URL = r"(?i:https?://|www\.)[^\s<>()]*[^\s<>().,;:!?'\"]"
-_HANDLE = r"(?<![^\s<>()\[\],;:\"'])@\w(?:[\w.-]*\w)?"
+_HANDLE = r"(?<![\w@])@\w(?:[\w.-]*\w)?"
 _NUMBER = r"\+?\d(?:[\d ()./-]*\d)?(?!\w)|[\w-]*\d[\w-]*"
 
 #: E-mail addresses (a local part without spaces, ``@``, a dotted domain).
 EMAILS = re.compile(_EMAIL)
 #: URLs starting ``http://``, ``https://`` or ``www.`` (any case), without trailing punctuation.
 URLS = re.compile(_URL)
-#: ``@handles`` (``@bob_smith``, ``@ops.team``): an ``@`` at the start of the text or after
-#: whitespace, a bracket or a quote, then word characters (inner ``.`` and ``-`` allowed).
+#: ``@handles`` (``@bob_smith``, ``@ops.team``): an ``@`` not glued to a word character or
+#: another ``@`` before it (``*@bob*``, ``{@bob}`` and ``/@bob`` too: review 28 F9), then
+#: word characters (inner ``.`` and ``-`` allowed); ``bob@team`` is not one.
 HANDLES = re.compile(_HANDLE)
 #: Numbers, phone numbers, dates and card numbers (digits joined by spaces, ``( ) . / -``,
 #: with an optional leading ``+``), and words holding a digit (``AB-48213``, ``h2o``, ``4th``).
@@ -215,7 +216,7 @@ def numbers(text: str) -> Iterable[tuple[int, int]]:
 
 
 def handles(text: str) -> Iterable[tuple[int, int]]:
-    """@handles and @mentions (an "@" after whitespace, a bracket or a quote)."""
+    """@handles and @mentions (an "@" not glued to a word before it)."""
     return _search(text, False, False, True, False)
 
 

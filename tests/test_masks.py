@@ -63,11 +63,23 @@ def test_the_identifiers_mask_finds_the_recipe_shapes():
         "@ops.team-1",
     ]:
         assert [shape[a:b] for a, b in masks.identifiers(shape)] == [shape], shape
-    mentions = "ping @bob_smith, (@ana.k) and '@Zoë' at 5 @ noon, not x@y or @."
+    mentions = "ping @bob_smith, (@ana.k) and '@Zoë' at 5 @ noon, not x@y, @@z or @."
     assert [mentions[a:b] for a, b in masks.handles(mentions)] == [
         "@bob_smith",
         "@ana.k",
         "@Zoë",
+    ]
+    # Markdown and other punctuation before the @ (review 28 F9: these were missed).
+    marked = "*@bob* {@ana} |@cy !@dee \u2014@ed /@fi +@gu ?@hal"
+    assert [marked[a:b] for a, b in masks.handles(marked)] == [
+        "@bob",
+        "@ana",
+        "@cy",
+        "@dee",
+        "@ed",
+        "@fi",
+        "@gu",
+        "@hal",
     ]
     assert list(masks.identifiers("no identifier here, Alice.")) == []
     assert [TICKET[a:b] for a, b in masks.emails(TICKET)] == ["sarah.j@example.com"]
