@@ -200,6 +200,8 @@ class Guarantee:
         unit = {
             "euclidean": "Euclidean distance between word embeddings",
             "hamming": "Hamming distance between binary word codes",
+            # A plugin's randomized response over words (contributor review 28 F13).
+            "discrete": "discrete distance between words (1 for any two different words)",
         }.get(self.metric, f"{self.metric} distance between word embeddings")
         each = (
             "the 1 privatized token is"

@@ -489,3 +489,12 @@ def test_a_constructor_without_the_base_keywords_is_refused_when_a_door_is_confi
     expected = r"unknown argument\(s\) \['accountant', 'oov', 'random_state'\]"
     with pytest.raises(TypeError, match=expected):
         nlp.add_pipe("dxp_privatizer", config=config)
+
+
+def test_a_discrete_metric_is_stated_as_a_distance_between_words(table):
+    """Contributor review 28 F13: randomized response over words read "discrete distance
+    between word embeddings", which no embedding gives it."""
+    mechanism = _Echo(table, 2.0)
+    mechanism.privatize(["w1"])
+    statement = mechanism.last_guarantee.statement
+    assert "d = discrete distance between words (1 for any two different words)" in statement
