@@ -547,3 +547,26 @@ def test_the_error_line_names_a_report_written_ahead_of_a_batch_that_did_not_go_
     )
     run.reported = 4
     assert run.note().endswith("(the report in r.json lists them, marked incomplete)")
+
+
+def test_a_killed_calibrates_staging_folder_is_removed_by_the_next_run(tmp_path, capsys):
+    """Review 28 F10: a calibrate killed outright (SIGKILL) left its hidden staging folder,
+    which with --words-file names the user's words, for good. The next run into that
+    --out removes folders whose process is gone, never a live one's."""
+    out = tmp_path / "o"
+    base = ["calibrate", "--out", out, *CALIBRATE, "--no-progress", "--no-figures"]
+    assert _run([*base, "--epsilons", "1"], capsys)[0] == 0
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    stale = out / f".dxp-calibrate.{gone}.abc123.tmp"
+    live = out / f".dxp-calibrate.{os.getppid()}.def456.tmp"  # pytest's parent: alive
+    other = out / ".dxp-calibrate.notapid.tmp"
+    for folder in (stale, live, other):
+        folder.mkdir()
+        (folder / "calibration.csv").write_text("word,n_w\nsecretword,3\n")
+    assert _run([*base, "--epsilons", "2"], capsys)[0] == 0
+    assert not stale.exists() and live.exists() and other.exists()

@@ -277,6 +277,36 @@ def _summaries(
     return summaries
 
 
+#: Staging folders are ``.dxp-calibrate.<pid>.<random>.tmp``: the pid tells a later run
+#: whether the run that made one is gone (killed outright) and its folder can be removed.
+_STAGING = ".dxp-calibrate."
+
+
+def _remove_stale_staging(out: Path) -> None:
+    """Remove staging folders left in ``out`` by runs no longer alive (SIGKILL, a crash):
+    with ``--words-file`` they hold rows naming the user's words (review 28 F10). A folder
+    of a live process (another run writing there now, or a reused pid) is left alone."""
+    for folder in out.glob(f"{_STAGING}*.tmp"):
+        pid = folder.name[len(_STAGING) :].partition(".")[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (POSIX: signal 0; on Windows 0 is CTRL_C_EVENT, so
+    every folder is kept there)."""
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's (PermissionError), or cannot tell: keep it
+        return True
+    return True
+
+
 def _write(
     given: str, out: Path, stage: Callable[[Path], list[str]]
 ) -> tuple[list[str], list[str]]:
@@ -291,8 +321,10 @@ def _write(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CLIError(f"cannot create {given}: {error.strerror}") from None
+    _remove_stale_staging(out)
     try:
-        staging = Path(tempfile.mkdtemp(prefix=".dxp-calibrate.", suffix=".tmp", dir=out))
+        prefix = f"{_STAGING}{os.getpid()}."
+        staging = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=out))
     except OSError as error:
         raise CLIError(f"cannot write into {given}: {error.strerror}") from None
     try:
