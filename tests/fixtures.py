@@ -8,6 +8,14 @@ import numpy as np
 import pytest
 
 import dxp_plugins as dxp
+from dxp_plugins.mechanisms.base import BUILTIN_NAMES
+
+#: The library's own mechanisms, for tests that run on each of them: a new built-in added to
+#: ``BUILTIN_NAMES`` is tested by every such test (docs/plugins.md, "Adding a built-in
+#: mechanism"). Sorted: pytest ids and order stay the same on every run.
+BUILTIN_MECHANISMS = sorted(BUILTIN_NAMES)
+#: Options that keep a built-in fast in tests (BRR's default 256-bit codes are slower).
+FAST_OPTIONS: dict[str, dict[str, int]] = {"brr": {"n_bits": 64}}
 
 
 def plane_fixture(epsilon: float) -> dxp.EmbeddingTable:

@@ -96,6 +96,10 @@ def _run_blocks(name: str) -> None:
         for old, new in SMALLER[name].items():
             block = block.replace(old, new)
         try:
+            before = set(namespace)
             exec(compile(block, f"docs/{name}", "exec"), namespace)
+            for test in sorted(set(namespace) - before):  # a block written as a test file
+                if test.startswith("test_") and callable(namespace[test]):
+                    namespace[test]()
         except Exception as error:  # pragma: no cover - the message shows the failing block
             pytest.fail(f"docs/{name} block {number} failed: {error!r}\n{block}")

@@ -15,6 +15,7 @@ import pytest
 import dxp_plugins as dxp
 from dxp_plugins._revision import library_version
 from dxp_plugins.guarantee import Accountant, Guarantee
+from tests.fixtures import BUILTIN_MECHANISMS, FAST_OPTIONS
 
 
 def test_record_names_everything_a_release_guarantees(glove_5k):
@@ -352,13 +353,13 @@ class _ReassigningAccountant(Accountant):
         self.mechanism.epsilon = 300.0
 
 
-@pytest.mark.parametrize("kind", ["madlib", "tem", "brr"])
+@pytest.mark.parametrize("kind", BUILTIN_MECHANISMS)
 @pytest.mark.parametrize("door", ["privatize_ids", "privatize_batch"])
 def test_noise_and_record_use_the_epsilon_that_was_charged(glove_5k, kind, door):
     """epsilon is read once per release: an assignment during the release (another thread)
     changes neither its noise nor its record, only the next release."""
     accountant = _ReassigningAccountant()
-    params = {"n_bits": 64} if kind == "brr" else {}
+    params = FAST_OPTIONS.get(kind, {})
     mech = dxp.make_mechanism(kind, glove_5k, epsilon=0.05, accountant=accountant, **params)
     accountant.mechanism = mech
     word = int(glove_5k.lookup(["good"])[0])

@@ -9,6 +9,7 @@ import pytest
 
 import dxp_plugins as dxp
 from dxp_plugins.embeddings import OOV_ID, EmbeddingTable
+from tests.fixtures import BUILTIN_MECHANISMS
 
 
 @pytest.fixture
@@ -273,7 +274,7 @@ def _oov_words(count: int) -> list[str]:
     return [f"zq{i}xkcanary" for i in range(count)]
 
 
-@pytest.mark.parametrize("name", ["madlib", "tem", "brr"])
+@pytest.mark.parametrize("name", BUILTIN_MECHANISMS)
 def test_a_release_mostly_out_of_vocabulary_warns_with_counts_only(glove_5k, name):
     """Text the table cannot read (another language, a small vocab_size) comes out as words
     drawn around the UNK point: say so, with counts and never a token (DESIGN.md)."""

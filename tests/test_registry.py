@@ -25,6 +25,17 @@ def test_builtin_names_come_from_installed_metadata():
     assert "madlib" in registry.names(registry.mechanisms)
 
 
+def test_the_shared_list_of_built_in_mechanisms_is_every_built_in():
+    """The tests that run on each built-in take ``tests.fixtures.BUILTIN_MECHANISMS`` (from
+    ``BUILTIN_NAMES``): a mechanism declared in pyproject.toml but not listed there would be
+    left out of all of them (contributor review 28, F6)."""
+    from tests.fixtures import BUILTIN_MECHANISMS
+
+    declared = registry.declarations(registry.mechanisms)
+    builtin = {name for name, listed in declared.items() if listed[0].builtin}
+    assert builtin == set(BUILTIN_MECHANISMS)
+
+
 @pytest.fixture
 def own_registrations():
     """Registrations a test makes in this library's registries are removed after it."""
@@ -162,6 +173,7 @@ PUBLIC_MODULES = [
     "guarantee",
     "neighbors",
     "plotting",
+    "testing",
     "text",
     "topics",
 ]

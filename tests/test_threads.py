@@ -27,7 +27,7 @@ from dxp_plugins.errors import BudgetExceededError
 from dxp_plugins.mechanisms import madlib
 from dxp_plugins.mechanisms import tem as tem_module
 from dxp_plugins.pipeline import component as component_module
-from tests.fixtures import one_faiss_thread  # noqa: F401
+from tests.fixtures import BUILTIN_MECHANISMS, FAST_OPTIONS, one_faiss_thread  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("one_faiss_thread")
 
@@ -118,7 +118,7 @@ class RecordingGenerator:
 
 
 # -- one generator, drawn from by every thread ---------------------------------------------------
-@pytest.mark.parametrize("kind", ["madlib", "brr", "tem"])
+@pytest.mark.parametrize("kind", BUILTIN_MECHANISMS)
 @pytest.mark.parametrize("seed", [None, 7])
 def test_threads_sharing_a_mechanism_never_draw_the_same_noise(glove_5k, monkeypatch, kind, seed):
     """Catches threads replaying one noise stream, e.g. a per-thread copy of the shared
@@ -128,11 +128,8 @@ def test_threads_sharing_a_mechanism_never_draw_the_same_noise(glove_5k, monkeyp
     monkeypatch.setattr(
         _random.RandomSource, "generator", lambda self: RecordingGenerator(generator(self), draws)
     )
-    mechanism = {
-        "madlib": lambda: dxp.Madlib(glove_5k, 10.0, random_state=seed),
-        "brr": lambda: dxp.BRR(glove_5k, 2.0, n_bits=64, random_state=seed),
-        "tem": lambda: dxp.TEM(glove_5k, 10.0, random_state=seed),
-    }[kind]()
+    options = FAST_OPTIONS.get(kind, {})
+    mechanism = dxp.make_mechanism(kind, glove_5k, epsilon=10.0, random_state=seed, **options)
     ids = np.random.default_rng(0).integers(-1, len(glove_5k), (16, 8))
     in_threads(lambda i: mechanism.privatize_ids(ids[i]), len(ids))
     values = np.concatenate(draws)

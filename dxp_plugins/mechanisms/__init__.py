@@ -4,6 +4,7 @@ classes are imported on first use, as ``dxp_plugins`` imports them."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings.table import EmbeddingTable
@@ -30,7 +31,15 @@ def make_mechanism(name: str, embeddings: EmbeddingTable | str, **params: Any) -
     """
     from .. import registry
 
-    factory = registry.resolve(registry.mechanisms, name)
+    return _build(name, registry.resolve(registry.mechanisms, name), embeddings, params)
+
+
+def _build(
+    name: str, factory: Callable[..., Any], embeddings: Any, params: dict[str, Any]
+) -> Mechanism:
+    """``factory(embeddings, **params)``, refused with a TypeError naming ``name`` unless it
+    takes these arguments and builds a :class:`Mechanism` holding its base settings (also
+    what :func:`dxp_plugins.testing.check_mechanism` builds through)."""
     _check_arguments(name, inspect.signature(factory), embeddings, params)
     mechanism = factory(embeddings, **params)
     if not isinstance(mechanism, Mechanism):

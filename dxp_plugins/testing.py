@@ -1,0 +1,288 @@
+"""Contract checks for a mechanism plugin, to call from the plugin's own test suite.
+
+The project's own contract tests are not installed, and they test toy mechanisms; this
+module is what a plugin author runs on theirs (``docs/plugins.md``, "Testing your plugin")::
+
+    from dxp_plugins.testing import check_mechanism
+
+    def test_my_mechanism_keeps_the_contract():
+        check_mechanism(MyMechanism, epsilon=1.0)
+
+:func:`check_mechanism` builds the mechanism as the doors do and raises AssertionError naming
+the rule of ``PRIVACY.md`` (or ``docs/plugins.md``) it found broken. It checks the plumbing
+every mechanism must get right, not the privacy of its noise: a mechanism drawing noise at the
+wrong scale, or decoding that excludes the input word (PRIVACY.md 1, 2, 5), passes it, and so
+does a ``distribution`` that is wrong in the same way as the sampler. Audit the guarantee
+itself with :mod:`dxp_plugins.audit` (PRIVACY.md T3). Every check is seeded, so it gives the
+same verdict on every run; its G-tests fail a correct mechanism with probability 1e-6 each.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._random import RandomSource
+from ._validation import MAX_EPSILON
+from .audit import g_test
+from .embeddings.table import OOV_ID, EmbeddingTable
+from .errors import SeededRandomnessWarning
+from .guarantee import Accountant
+from .mechanisms.base import Mechanism
+
+__all__ = ["check_mechanism"]
+
+#: The seed of every draw the checks make: the same verdict on every run.
+SEED = 20_261_128
+#: Rows of the default table (the most frequent GloVe 6B 50d words).
+DEFAULT_VOCAB_SIZE = 300
+#: Input ids of the sampling checks: the UNK point, then the rows in order, repeated.
+INPUTS = 400
+#: Draws per word of the distribution check, and its G-test's p-value floor (T2's).
+LAW_DRAWS = 20_000
+P_FAIL = 1e-6
+#: A token no table holds (privatized from the UNK point under ``oov="unk"``).
+OOV_TOKEN = "zq7-not-a-word-canary"
+#: What the checks set themselves, as the doors do.
+BASE_SETTINGS = frozenset({"epsilon", "oov", "random_state", "accountant"})
+
+
+def check_mechanism(
+    factory: str | Callable[..., Mechanism],
+    embeddings: EmbeddingTable | None = None,
+    *,
+    epsilon: float = 1.0,
+    options: Mapping[str, Any] | None = None,
+) -> tuple[str, ...]:
+    """Check a mechanism against the plugin contract; AssertionError naming the rule broken.
+
+    ``factory`` is a registry name, a :class:`~dxp_plugins.Mechanism` subclass or a function,
+    called as the doors call it: ``factory(embeddings, epsilon=..., oov=...,
+    random_state=..., accountant=..., **options)``. ``embeddings``: the table to check on
+    (default: the 300 most frequent GloVe 6B 50d words). ``epsilon``: one at which the
+    mechanism's output law is far from a point mass (at a huge epsilon a correct mechanism
+    may always return the input word, which the fresh-noise checks would refuse).
+
+    Returns the names of the checks run: ``"distribution"`` only when the mechanism has a
+    closed-form ``distribution``.
+    """
+    options = dict(options or {})
+    if BASE_SETTINGS & options.keys():
+        raise ValueError(f"options may not set {sorted(BASE_SETTINGS & options.keys())}")
+    table = embeddings if embeddings is not None else _default_table()
+    if isinstance(factory, str):
+        from . import registry
+
+        subject = _Subject(factory, registry.resolve(registry.mechanisms, factory), table)
+    else:
+        subject = _Subject(getattr(factory, "__qualname__", repr(factory)), factory, table)
+    subject.epsilon, subject.options = epsilon, options
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededRandomnessWarning)  # every check is seeded
+        checks = (_constructor, _outputs, _randomness, _epsilon_argument, _fresh_noise)
+        ran = [check(subject) for check in checks]
+        ran += _distribution(subject)
+        ran.append(_record(subject))
+    return tuple(ran)
+
+
+def _default_table() -> EmbeddingTable:
+    from .embeddings import load_embeddings
+
+    return load_embeddings("glove-6b-50d", vocab_size=DEFAULT_VOCAB_SIZE)
+
+
+class _Subject:
+    """The mechanism under check: how to build it, and how to say what it broke."""
+
+    epsilon: float
+    options: dict[str, Any]
+
+    def __init__(self, label: str, factory: Callable[..., Any], table: EmbeddingTable) -> None:
+        self.label, self.factory, self.table = label, factory, table
+        self.ids = np.resize(np.r_[OOV_ID, np.arange(len(table))], INPUTS)
+
+    def build(self, **base: Any) -> Mechanism:
+        """Built as a door builds it (through ``make_mechanism``'s checks)."""
+        from .mechanisms import _build
+
+        params = {"epsilon": self.epsilon, "oov": "unk", **base, **self.options}  # disjoint
+        try:
+            return _build(self.label, self.factory, self.table, params)
+        except TypeError as error:
+            raise self.broke("docs/plugins.md (Constructor)", str(error)) from error
+
+    def broke(self, rule: str, what: str) -> AssertionError:
+        return AssertionError(f"{self.label} breaks {rule}: {what}")
+
+    def sampled(self, mechanism: Mechanism, stream: int, epsilon: float) -> np.ndarray:
+        """``_sample`` of :attr:`ids` on a new generator for ``stream`` (one stream, one
+        generator state), its output checked by the base class as in a release."""
+        mechanism._prepare_release(self.ids)
+        try:
+            return mechanism._sampled(self.ids, np.random.default_rng([SEED, stream]), epsilon)
+        except TypeError as error:
+            raise self.broke("docs/plugins.md (_sample)", str(error)) from error
+
+    def hint(self) -> str:
+        return (
+            f" (if the mechanism is deterministic at epsilon={self.epsilon:g} on this "
+            "table, check it at a smaller epsilon)"
+        )
+
+
+def _constructor(subject: _Subject) -> str:
+    """It holds the epsilon, OOV policy, accountant and random source it was given
+    (PRIVACY.md 13, 17, 20: a dropped ``**kwargs`` released past a capped ledger), as the
+    spaCy component and TextPrivatizer give them and as Python code does; unseeded, it is
+    secure (16)."""
+    subject.build(oov="raise", random_state=RandomSource(SEED), accountant=Accountant())
+    subject.build(random_state=SEED)
+    if subject.build(random_state=None).rng_mode != "secure":
+        raise subject.broke("PRIVACY.md 16", "built without a seed, it draws seeded noise")
+    return "constructor"
+
+
+def _outputs(subject: _Subject) -> str:
+    """One vocabulary word per token through the public path, the UNK point included;
+    nothing for an empty input (PRIVACY.md 22)."""
+    mechanism = subject.build(random_state=SEED)
+    tokens = [*subject.table.words[:5], OOV_TOKEN]
+    try:
+        mechanism.privatize_ids(subject.ids)
+        words = mechanism.privatize(tokens)
+    except TypeError as error:
+        raise subject.broke("docs/plugins.md (_sample)", str(error)) from error
+    vocabulary = set(subject.table.words)
+    if len(words) != len(tokens) or not set(words) <= vocabulary:
+        raise subject.broke("docs/plugins.md (_sample)", "privatize did not return one word each")
+    ledger = mechanism.accountant
+    before = (ledger.spent, ledger.releases)
+    if mechanism.privatize([]) != [] or (ledger.spent, ledger.releases) != before:
+        raise subject.broke("PRIVACY.md 22", "an empty input was charged or released")
+    return "outputs"
+
+
+def _randomness(subject: _Subject) -> str:
+    """Outputs are a function of the inputs, the generator handed to ``_sample`` and its
+    epsilon only (PRIVACY.md 11, 16, 17): the same generator gives the same outputs, even
+    after a release; another generator other outputs; one seed, one release."""
+    mechanism = subject.build(random_state=SEED)
+    first = subject.sampled(mechanism, 1, subject.epsilon)
+    mechanism.privatize_ids(subject.ids)
+    if not np.array_equal(first, subject.sampled(mechanism, 1, subject.epsilon)):
+        raise subject.broke(
+            "PRIVACY.md 11 and 17",
+            "_sample gave other outputs for the same generator after a release: it keeps "
+            "state across calls, or draws from a generator other than the one it is handed",
+        )
+    if np.array_equal(first, subject.sampled(mechanism, 2, subject.epsilon)):
+        raise subject.broke(
+            "PRIVACY.md 11 and 16",
+            "_sample gave the same outputs for two different generators: it draws no noise "
+            "from the generator it is handed (none, or noise drawn once and reused)"
+            + subject.hint(),
+        )
+    again = subject.build(random_state=SEED).privatize_ids(subject.ids)
+    if not np.array_equal(subject.build(random_state=SEED).privatize_ids(subject.ids), again):
+        raise subject.broke("PRIVACY.md 17", "two builds seeded alike released other outputs")
+    return "randomness"
+
+
+def _epsilon_argument(subject: _Subject) -> str:
+    """``_sample`` draws at its ``epsilon`` argument, the one charged, never at
+    ``self.epsilon``, which another thread may reassign during a release (docs/plugins.md;
+    PRIVACY.md 12, 13: the noise, the charge and the record agree)."""
+    mechanism = subject.build(random_state=SEED)
+    epsilon = subject.epsilon
+    other = epsilon * 64 if epsilon * 64 <= MAX_EPSILON else epsilon / 64
+    first = subject.sampled(mechanism, 1, epsilon)
+    mechanism.epsilon = other
+    try:
+        moved = subject.sampled(mechanism, 1, epsilon)
+    finally:
+        mechanism.epsilon = epsilon
+    if not np.array_equal(first, moved):
+        raise subject.broke(
+            "PRIVACY.md 12 and 13",
+            f"_sample's outputs changed with self.epsilon (reassigned from {epsilon:g} to "
+            f"{other:g}, its epsilon argument unchanged): it must draw at the epsilon it is "
+            "given",
+        )
+    if np.array_equal(first, subject.sampled(mechanism, 1, other)):
+        raise subject.broke(
+            "PRIVACY.md 12 and 13",
+            f"_sample's outputs were the same at epsilon {epsilon:g} and {other:g}: it "
+            "ignores its epsilon argument (noise drawn at the epsilon it was built with?)",
+        )
+    return "epsilon"
+
+
+def _fresh_noise(subject: _Subject) -> str:
+    """Copies of one word in one call get noise of their own (PRIVACY.md 11: one noise
+    vector reused across a document measured 10.6 against a claimed 2)."""
+    mechanism = subject.build(random_state=SEED)
+    for row in (0, OOV_ID):
+        if len(np.unique(mechanism.privatize_ids(np.full(1000, row)))) == 1:
+            raise subject.broke(
+                "PRIVACY.md 11",
+                f"1000 copies of input {row} in one call all gave one output: noise is not "
+                "fresh per entry" + subject.hint(),
+            )
+    return "fresh noise"
+
+
+def _distribution(subject: _Subject) -> list[str]:
+    """A ``distribution(word)`` is the law the sampler draws from (PRIVACY.md T2: G-test,
+    p above 1e-6); calibration relies on it. Skipped when there is none."""
+    mechanism = subject.build(random_state=SEED)
+    size = len(subject.table)
+    for row in (0, size // 2, OOV_ID):
+        try:
+            law = np.asarray(mechanism.distribution(row), dtype=np.float64)
+        except NotImplementedError:
+            return []
+        if law.shape != (size,) or not (np.all(law >= 0) and abs(law.sum() - 1) < 1e-9):
+            raise subject.broke("PRIVACY.md T2", f"distribution({row}) is not a law over rows")
+        drawn = mechanism.privatize_ids(np.full(LAW_DRAWS, row))
+        p_value = g_test(np.bincount(drawn, minlength=size), law)
+        if not p_value > P_FAIL:
+            raise subject.broke(
+                "PRIVACY.md T2",
+                f"distribution({row}) disagrees with the sampler (G-test p = {p_value:.2g} "
+                f"over {LAW_DRAWS} seeded draws)",
+            )
+    return ["distribution"]
+
+
+def _record(subject: _Subject) -> str:
+    """The release record names the mechanism, the epsilon and randomness it was charged and
+    drawn at, and the accountant was charged exactly epsilon per token (PRIVACY.md 12, 13)."""
+    for seed, mode in ((SEED, "seeded"), (None, "secure")):
+        ledger = Accountant()
+        mechanism = subject.build(random_state=seed, accountant=ledger)
+        tokens = [*subject.table.words[:7], OOV_TOKEN]
+        mechanism.privatize(tokens)
+        record = mechanism.last_guarantee
+        expected = (type(mechanism).name, subject.epsilon, mode, len(tokens), "unk")
+        found: tuple[Any, ...] | None = None
+        if record is not None:
+            found = (record.mechanism, record.epsilon, record.rng, record.tokens_privatized)
+            found += (record.oov_policy,)
+        if found != expected:
+            raise subject.broke(
+                "PRIVACY.md 12",
+                f"the record of a release of {len(tokens)} tokens states (mechanism, epsilon, "
+                f"rng, tokens, oov) {found}, not {expected}",
+            )
+        charged = (ledger.spent, ledger.releases, ledger.tokens_privatized)
+        if not np.allclose(charged, (subject.epsilon * len(tokens), 1, len(tokens)), rtol=1e-9):
+            raise subject.broke(
+                "PRIVACY.md 13",
+                f"a release of {len(tokens)} tokens at epsilon {subject.epsilon:g} charged "
+                f"(spent, releases, tokens) {charged}",
+            )
+    return "record"
