@@ -260,3 +260,33 @@ def test_the_exit_statuses_are_documented():
         assert code in paragraph
     for code in ("130 interrupted by SIGINT", "141 the reader", "143 stopped by SIGTERM"):
         assert code in paragraph
+
+
+def test_a_replace_refused_for_a_moment_is_retried_where_that_happens(tmp_path, monkeypatch):
+    """Review 28 F5: on Windows a file another process holds open refuses os.replace for a
+    moment, and a streamed run's report is renamed before every batch; there the rename is
+    retried (POSIX makes one attempt: nothing holds a name there)."""
+    from dxp_plugins.cli import targets
+
+    real, calls, default = os.replace, [], targets._REPLACE_ATTEMPTS
+
+    def held_twice(source, target):
+        calls.append(1)
+        if len(calls) <= 2:
+            raise PermissionError(13, "Access is denied")
+        return real(source, target)
+
+    monkeypatch.setattr(targets.os, "replace", held_twice)
+    monkeypatch.setattr(targets.time, "sleep", lambda seconds: None)
+    target = tmp_path / "report.json"
+    monkeypatch.setattr(targets, "_REPLACE_ATTEMPTS", 3)
+    with targets._replacing(str(target)) as (stream, _):
+        stream.write(b"{}")
+    assert target.read_bytes() == b"{}" and len(calls) == 3
+    calls.clear()
+    monkeypatch.setattr(targets, "_REPLACE_ATTEMPTS", 1)
+    refused = pytest.raises(targets.CLIError, match="Access is denied")
+    with refused, targets._replacing(str(target)) as (stream, _):
+        stream.write(b"[]")
+    assert target.read_bytes() == b"{}" and list(tmp_path.iterdir()) == [target]
+    assert default == (5 if os.name == "nt" else 1)

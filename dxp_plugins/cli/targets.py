@@ -10,6 +10,7 @@ import re
 import secrets
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -204,13 +205,33 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
             yield stream, True
         try:  # named: "Operation not permitted" alone named no file (CLI review F5)
             os.chmod(temporary, _final_mode(info))
-            os.replace(temporary, path)
+            _replace(temporary, path)
         except OSError as error:
             raise _write_error(target, error) from None
     except BaseException:
         with suppress(OSError):
             temporary.unlink()
         raise
+
+
+#: Attempts at renaming over a target: on Windows another process holding the file open (an
+#: editor, ``Get-Content -Wait``, a scanner glancing at a new file) makes ``os.replace``
+#: fail with PermissionError for a moment, and a streamed run's report is renamed before
+#: every batch (review 28 F5, reasoned from the platform's rules, not run there).
+_REPLACE_ATTEMPTS = 5 if os.name == "nt" else 1
+
+
+def _replace(temporary: Path, path: Path) -> None:
+    """``os.replace``, retried a few times over about a second on PermissionError where
+    :data:`_REPLACE_ATTEMPTS` says so."""
+    for attempt in range(_REPLACE_ATTEMPTS):
+        try:
+            os.replace(temporary, path)
+            return
+        except PermissionError:
+            if attempt == _REPLACE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)  # 0.05, 0.1, 0.2, 0.4 s
 
 
 #: Flags of the temporary output file beyond write/create/exclusive: not inherited by child
