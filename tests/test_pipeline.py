@@ -271,9 +271,30 @@ def test_a_doc_that_fails_under_an_ignoring_handler_never_goes_on_raw_in_replace
     assert (refused.text, len(refused), refused._.dxp_guarantee) == ("", 0, None)
     assert refused.user_data["seen_by_next_component"] == ""  # nothing raw went on
     assert failures == [dxp.BudgetExceededError]
+    # A component_cfg made the call itself fail, before the component's own handling
+    # (diff review 28 F2): batch_size, which pipe takes, is accepted; anything else fails
+    # the same way, never raw.
+    privatizer.accountant = dxp.Accountant()
+    kept = nlp("county politics", component_cfg={"dxp_privatizer": {"batch_size": 4}})
+    assert kept._.dxp_guarantee is not None and len(kept) == 2
+    odd = nlp("send the secret keys to alice", component_cfg={"dxp_privatizer": {"bogus": 1}})
+    assert (odd.text, odd._.dxp_guarantee) == ("", None) and failures[-1] is TypeError
     nlp.set_error_handler(raise_error)
-    with pytest.raises(dxp.BudgetExceededError):
-        nlp("send the secret keys to alice")
+    with pytest.raises(TypeError, match="unknown component_cfg"):
+        nlp("send the secret keys", component_cfg={"dxp_privatizer": {"bogus": 1}})
+
+
+def test_annotate_mode_under_an_ignoring_handler_keeps_the_raw_doc_without_private_values():
+    """By design (the raw text is the Doc's own there): no private value, no guarantee, and
+    the handler called once; replace mode is the one that must never go on raw."""
+    nlp = make_nlp(mode="annotate")
+    nlp.get_pipe("dxp_privatizer").accountant = dxp.Accountant(cap=1.0)
+    failures = []
+    nlp.set_error_handler(lambda name, proc, docs, error: failures.append(type(error)))
+    doc = nlp("county politics")
+    assert doc.text == "county politics" and len(doc) == 2
+    assert (doc._.dxp_text, doc._.dxp_guarantee) == (None, None)
+    assert failures == [dxp.BudgetExceededError]
 
 
 # -- replace mode -----------------------------------------------------------------------------

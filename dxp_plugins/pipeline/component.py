@@ -245,18 +245,27 @@ class Privatizer:
         self.mechanism._prepare_release(np.empty(0, dtype=np.int64))  # builds the indexes
 
     # -- processing ----------------------------------------------------------------------------
-    def __call__(self, doc: Doc) -> Doc:
-        """The private Doc. In ``mode="replace"`` a Doc that fails goes to the error handler
+    def __call__(self, doc: Doc, **config: Any) -> Doc:
+        """The private Doc. ``config`` is spaCy's ``component_cfg`` for this component:
+        ``batch_size`` (what :meth:`pipe` takes) means nothing for one Doc; anything else
+        is a TypeError. In ``mode="replace"`` a Doc that fails goes to the error handler
         here: spaCy's ``nlp(text)`` goes on with the Doc it had when a handler returns
         (``ignore_error``), which released the raw text as the private one to the caller
-        and the later components (contributor review, twenty-eighth session, F3); an empty
-        Doc goes on instead, holding no word and no guarantee, as ``nlp.pipe`` drops it."""
+        and the later components (contributor review, twenty-eighth session, F3; also when
+        the call itself failed, on a ``component_cfg``: diff review F2); an empty Doc goes
+        on instead, holding no word and no guarantee, as ``nlp.pipe`` drops it."""
         try:
+            unknown = sorted(set(config) - {"batch_size"})
+            if unknown:
+                raise TypeError(f"{self.name}: unknown component_cfg key(s) {unknown}")
             return self._privatize([doc], in_batch=False)[0]
         except Exception as error:
             if self.mode != "replace":
                 raise  # annotate: the raw Doc stays raw, holding no private value
-            self.get_error_handler()(self.name, self, [doc], error)
+            handler = self.get_error_handler()
+            if handler is util.raise_error:
+                raise  # spaCy calls it again: once is enough (diff review F6)
+            handler(self.name, self, [doc], error)
             return Doc(doc.vocab, words=[])
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[Doc]:
