@@ -7,33 +7,31 @@ a run as Ctrl-C ends any other: ``dxp: interrupted``, then the process ends kill
 SIGINT, as Python ends on a Ctrl-C nothing caught. A shell reports that as 130 too, and a
 shell script (``for f in *.txt; do dxp privatize "$f" ...; done``) stops there; after a
 plain exit status 130 it went on with the next file (measured: bash ran the loop's other
-iterations). The CPython detail that made this vary (a KeyboardInterrupt passing through
-code run by ``exec``, e.g. a dataclass being built, ended the process by SIGINT although
-``cli.main`` caught it: 2 runs in 40) now always ends the same way.
+iterations).
+
+The way out is Python's own: the KeyboardInterrupt is raised out of the script, with
+``sys.excepthook`` printing nothing for it (the line is said already), so the interpreter
+shuts down whole (exit callbacks, buffered files of ``--code`` modules, finalizers) and
+then kills itself by SIGINT. Killing the process from an exit callback, as first done,
+skipped that shutdown (a ``--code`` module's buffered log came out empty) and, called
+in-process (runpy, a test harness), killed the host at its own exit (diff review 28 F3,
+F4). A CPython detail (a KeyboardInterrupt passing through ``exec``'d code, e.g. a
+dataclass being built, ended the process by SIGINT although ``cli.main`` caught it: 2 runs
+in 40) no longer makes the ending vary.
 """
 
 from __future__ import annotations
 
-import atexit
-import os
-import signal
 import sys
-from contextlib import suppress
+from typing import Any
 
 #: Exit status of a run ended by Ctrl-C (128 + SIGINT), as :func:`cli.main` returns it.
 INTERRUPTED = 130
 
 
-class _Ending:
-    """Whether the command ended by Ctrl-C, read once everything else has run at exit."""
-
-    interrupted = False
-
-
 def main() -> int:
-    """Run ``dxp`` with ``sys.argv``; a run ended by Ctrl-C ends the process by SIGINT."""
-    atexit.unregister(_end_by_sigint)  # registered first: run after every later callback
-    atexit.register(_end_by_sigint)
+    """Run ``dxp`` with ``sys.argv``; a run ended by Ctrl-C ends as Python's uncaught
+    Ctrl-C does (killed by SIGINT, on POSIX), having said so."""
     try:
         from .cli import main as run
 
@@ -42,18 +40,20 @@ def main() -> int:
         if sys.stderr is not None:  # None when dxp started with stderr closed
             sys.stderr.write("dxp: interrupted\n")
         code = INTERRUPTED
-    _Ending.interrupted = code == INTERRUPTED
-    return code
+    if code != INTERRUPTED:
+        return code
+    interrupt = KeyboardInterrupt()
+    sys.excepthook = _Quiet(interrupt, sys.excepthook)
+    raise interrupt
 
 
-def _end_by_sigint() -> None:
-    """At exit, after the other exit callbacks: a run ended by Ctrl-C flushes its streams
-    and ends killed by SIGINT (POSIX; elsewhere the exit status stays 130)."""
-    if not (_Ending.interrupted and os.name == "posix"):
-        return
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            with suppress(OSError, ValueError):  # closed, or the reader left
-                stream.flush()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGINT)
+class _Quiet:
+    """``sys.excepthook`` that prints nothing for ``interrupt`` (``dxp: interrupted`` was
+    said); anything else goes to ``hook``."""
+
+    def __init__(self, interrupt: BaseException, hook: Any) -> None:
+        self.interrupt, self.hook = interrupt, hook
+
+    def __call__(self, kind: type[BaseException], value: BaseException, trace: Any) -> None:
+        if value is not self.interrupt:
+            self.hook(kind, value, trace)

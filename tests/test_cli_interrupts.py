@@ -570,3 +570,44 @@ def test_a_killed_calibrates_staging_folder_is_removed_by_the_next_run(tmp_path,
         (folder / "calibration.csv").write_text("word,n_w\nsecretword,3\n")
     assert _run([*base, "--epsilons", "2"], capsys)[0] == 0
     assert not stale.exists() and live.exists() and other.exists()
+
+
+def test_a_stop_python_dropped_leaves_later_signals_working(tmp_path):
+    """Diff review 28 F1: the stop handler took the signal hold as it raised, so when the
+    stop was dropped (a Ctrl-C landing in a ``__del__``) every later SIGINT, SIGTERM and
+    SIGHUP was noted and ignored until the next check (in calibrate, after all drawing:
+    12 s in the review, minutes at full size). A later SIGTERM now stops the run at once."""
+    out = tmp_path / "o"
+    script = textwrap.dedent(
+        f"""
+        import signal, sys
+        from dxp_plugins import calibration
+        from dxp_plugins.cli import main
+
+        class Finalized:
+            def __del__(self):
+                signal.raise_signal(signal.SIGINT)  # a Ctrl-C Python drops here
+
+        draw, calls = calibration.plausible_deniability, []
+
+        def drawing(*args, **kwargs):
+            calls.append(1)
+            print("draw", len(calls), file=sys.stderr, flush=True)
+            if len(calls) == 1:
+                Finalized()
+            if len(calls) == 2:
+                signal.raise_signal(signal.SIGTERM)  # must stop the run here
+            return draw(*args, **kwargs)
+
+        calibration.plausible_deniability = drawing
+        sys.argv = ["dxp", "calibrate", "--out", {str(out)!r}, *{CALIBRATE!r},
+                    "--no-progress", "--no-figures", "--epsilons", "1,2,3,4"]
+        sys.exit(main())
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 143, result.stderr
+    assert result.stderr == "draw 1\ndraw 2\ndxp: stopped (SIGTERM)\n"
+    assert not out.exists() or not any(out.iterdir())

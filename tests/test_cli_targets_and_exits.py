@@ -290,3 +290,32 @@ def test_a_replace_refused_for_a_moment_is_retried_where_that_happens(tmp_path, 
         stream.write(b"[]")
     assert target.read_bytes() == b"{}" and list(tmp_path.iterdir()) == [target]
     assert default == (5 if os.name == "nt" else 1)
+
+
+def test_ctrl_c_ends_after_the_interpreter_shut_down_whole(tmp_path):
+    """Diff review 28 F3: killing the process by SIGINT from an exit callback skipped the
+    interpreter's shutdown, so a --code module's buffered file came out empty. The
+    KeyboardInterrupt now leaves the script as Python's own does: shutdown, then SIGINT."""
+    import time
+
+    log, target = tmp_path / "audit.log", tmp_path / "out.txt"
+    code = tmp_path / "audit.py"
+    code.write_text(f"LOG = open({str(log)!r}, 'w')\nLOG.write('run started\\n')\n")
+    command = [sys.executable, "-m", "dxp_plugins", "privatize", "-", "-e", "10", *FAST]
+    process = subprocess.Popen(
+        [*command, "--code", str(code), "-o", str(target)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert process.stdin is not None
+    process.stdin.write(b"the hockey team\n")
+    process.stdin.flush()
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".out.txt.*.tmp")) and process.poll() is None:
+        assert time.monotonic() < deadline, "the run never opened its output"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert (process.returncode, err.decode()) == (-signal.SIGINT, "dxp: interrupted\n")
+    assert log.read_text() == "run started\n" and not target.exists()

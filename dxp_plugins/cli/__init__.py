@@ -14,9 +14,9 @@ library (a token filter, a loader, spaCy) give only their category and module.
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import DxpError
 from .code import import_code
@@ -27,7 +27,6 @@ from .process import (
     _exit_on_signals,
     _hold_closed_descriptors,
     _hold_signals,
-    _QuietDroppedStops,
     _raise_if_stopped,
     _raised_by_this_library,
     _restore_signals,
@@ -46,15 +45,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.place = None  # the input line being handled, when known (see _records)
-    previous = _exit_on_signals()  # and arms the hold a stopping run takes (_hold_signals)
-    unraisable = sys.unraisablehook
-    sys.unraisablehook = _QuietDroppedStops(unraisable)
 
     def note() -> str:  # what a failing privatize run had already written to stdout
         released = getattr(args, "released", None)
         return "" if released is None else released.note()
 
-    try:
+    previous: dict[int, Any] = {}
+    try:  # from here: a signal as the handlers go in is handled as any (diff review 28 N2)
+        previous = _exit_on_signals()  # also arms the hold a stopping run takes
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.showwarning = _WarningPrinter()
@@ -89,5 +87,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
         return _unexpected(error, args.place, note())
     finally:
-        sys.unraisablehook = unraisable
         _restore_signals(previous, ending=argv is None)

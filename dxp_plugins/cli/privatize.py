@@ -157,8 +157,8 @@ def _privatize(args: argparse.Namespace) -> int:
                     raise _write_error(args.report, error) from None
     except BaseException:  # a reader that left (exit 141) too: the report lists what
         # reached the pipe, an upper bound of what it read (review P3: a stale report stayed)
+        _hold_signals()  # first: till the last line is printed (CLI review F2; review 28 F1)
         if run.streamed and args.report and (run.listed or run.report):
-            _hold_signals()  # till the last line is printed (CLI review F2)
             if run.finished:  # every document went out, then the report failed
                 run.report_failed = True
             elif run.listed:

@@ -211,6 +211,8 @@ def _exit_on_signals() -> dict[int, Any]:
     if threading.current_thread() is not threading.main_thread():
         return {}  # signal handlers can only be installed from the main thread
     _HOLD.armed = True  # a stopping run holds signals until main() ends (_hold_signals)
+    _HOLD.unraisablehook = sys.unraisablehook
+    sys.unraisablehook = _QuietDroppedStops(sys.unraisablehook)
 
     def stop(signum: int, frame: Any) -> None:
         error = KeyboardInterrupt() if signum == signal.SIGINT else _Stopped(signum)
@@ -250,18 +252,18 @@ class _SignalHold:
         self.previous: dict[int, Any] = {}  # while held: the handlers replaced
         self.arrived: list[int | BaseException] = []
         self.stopping: BaseException | None = None  # the first stop a signal raised
+        self.unraisablehook: Callable[[Any], Any] = sys.unraisablehook  # while main() runs
 
     def stop(self, error: BaseException) -> None:
         """Called by the stop signals' handlers as they raise ``error``, while :func:`main`
-        runs: the signals are held from now on (review 28 F1: a second one while the run
-        stopped, before any except clause could hold them, gave a traceback and lost the
-        "stopped" line), and the first stop is kept: raised in a ``__del__`` or a weakref
-        callback, Python prints and drops it (F3), so :func:`_raise_if_stopped` raises it
-        again where the run can stop."""
-        if self.armed:
-            if self.stopping is None:
-                self.stopping = error
-            self.take()
+        runs: the first stop is kept, since raised in a ``__del__`` or a weakref callback
+        Python prints and drops it (review 28 F3), so :func:`_raise_if_stopped` raises it
+        again where the run can stop. No hold is taken here: a stop dropped, or caught by
+        library code, then left every later signal noted and ignored until the next such
+        point (minutes in calibrate: diff review 28 F1); the stopping paths hold the
+        signals first thing instead (:func:`_hold_signals`)."""
+        if self.armed and self.stopping is None:
+            self.stopping = error
 
     def take(self) -> bool:
         """Hold the signals (from the main thread only); False when they were held
@@ -364,6 +366,8 @@ def _restore_signals(previous: dict[int, Any], *, ending: bool) -> None:
     or third Ctrl-C cannot turn exit code 130 into a traceback or a death by signal."""
     if threading.current_thread() is not threading.main_thread():
         return  # main() run by another thread (a server) touched no handler (review 28 F8)
+    if isinstance(sys.unraisablehook, _QuietDroppedStops):  # ours, not one set since
+        sys.unraisablehook = _HOLD.unraisablehook
     held = set(_HOLD.previous) if ending else set()
     if held:
         _HOLD.ignore()
