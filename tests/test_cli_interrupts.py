@@ -562,14 +562,21 @@ def test_a_killed_calibrates_staging_folder_is_removed_by_the_next_run(tmp_path,
         text=True,
         check=True,
     ).stdout.strip()
-    stale = out / f".dxp-calibrate.{gone}.abc123.tmp"
-    live = out / f".dxp-calibrate.{os.getppid()}.def456.tmp"  # pytest's parent: alive
-    other = out / ".dxp-calibrate.notapid.tmp"
-    for folder in (stale, live, other):
+    from dxp_plugins.cli.calibrate import _staging_owner
+
+    host = _staging_owner().partition("-")[0]
+    stale = out / f".dxp-calibrate.{host}-{gone}.abc123.tmp"
+    live = out / f".dxp-calibrate.{host}-{os.getppid()}.def456.tmp"  # pytest's parent
+    elsewhere = out / f".dxp-calibrate.0000beef-{gone}.abc123.tmp"  # another host's
+    # Not a pid this code writes (diff review 28 F7: 20 digits made os.kill overflow and
+    # every calibrate into that --out fail); an older run's name without a pid.
+    odd = [out / f".dxp-calibrate.{host}-{name}.x.tmp" for name in ("9" * 20, "\u00b2")]
+    others = [elsewhere, *odd, out / ".dxp-calibrate.notapid.tmp"]
+    for folder in (stale, live, *others):
         folder.mkdir()
         (folder / "calibration.csv").write_text("word,n_w\nsecretword,3\n")
     assert _run([*base, "--epsilons", "2"], capsys)[0] == 0
-    assert not stale.exists() and live.exists() and other.exists()
+    assert not stale.exists() and live.exists() and all(f.exists() for f in others)
 
 
 def test_a_stop_python_dropped_leaves_later_signals_working(tmp_path):

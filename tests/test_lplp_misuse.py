@@ -94,3 +94,12 @@ def test_tf_idf_input_is_refused_with_the_vectorizer_to_use(lee_texts, words):
     with pytest.raises(ValueError, match="use CountVectorizer, not TfidfVectorizer"):
         pipe.fit_transform(lee_texts)
     assert sp.issparse(CountVectorizer(vocabulary=words).fit_transform(lee_texts[:2]))
+
+
+def test_uniform_weights_on_a_balanced_corpus_do_not_warn(words):
+    """Diff review 28 F8: equal column totals made uniform public weights "proportional
+    to the totals" (a false alarm)."""
+    balanced = np.ones((4, len(words)), dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LPLPTransformer(n_groups=150, vocabulary=words, weights=np.ones(len(words))).fit(balanced)

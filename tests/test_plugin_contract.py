@@ -498,3 +498,73 @@ def test_a_discrete_metric_is_stated_as_a_distance_between_words(table):
     mechanism.privatize(["w1"])
     statement = mechanism.last_guarantee.statement
     assert "d = discrete distance between words (1 for any two different words)" in statement
+
+
+class _OwnPolicy(_Echo):
+    """Passes everything on but sets its own OOV policy."""
+
+    name = "own-policy-test"
+
+    def __init__(self, embeddings, epsilon, *, oov="unk", **kwargs):
+        super().__init__(embeddings, epsilon, oov="raise", **kwargs)
+
+
+class _OwnSource(_Echo):
+    """Re-seeds from the door's seed: a new RandomSource, which would replay the stream."""
+
+    name = "own-source-test"
+
+    def __init__(self, embeddings, epsilon, *, random_state=None, **kwargs):
+        seed = getattr(random_state, "seed", random_state)
+        super().__init__(embeddings, epsilon, random_state=seed, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("factory", "params", "dropped"),
+    [
+        (_OwnPolicy, {"oov": "unk"}, "oov (given 'unk', holds 'raise')"),
+        (_Forgetful, {"random_state": np.int64(5)}, "random_state (given 5, holds None)"),
+    ],
+)
+def test_each_base_setting_is_checked(monkeypatch, table, factory, params, dropped):
+    """Diff review 28 (mutants P1, N1): a dropped oov, or a seed given as a numpy int."""
+    register(monkeypatch, "mechanisms", "checked", factory)
+    with pytest.raises(TypeError, match=re.escape(f"did not keep {dropped}")):
+        dxp.make_mechanism("checked", table, epsilon=1.0, **params)
+
+
+def test_a_door_source_replaced_by_a_new_one_is_refused(monkeypatch, table):
+    """Diff review 28 (mutant P3): the doors hand a RandomSource; a mechanism that makes
+    its own from the same seed would replay the door's stream in every copy."""
+    from dxp_plugins._random import RandomSource
+
+    register(monkeypatch, "mechanisms", "own-source", _OwnSource)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dxp.SeededRandomnessWarning)
+        source = RandomSource(3)
+        with pytest.raises(TypeError, match=re.escape("random_state (it draws from another")):
+            dxp.make_mechanism("own-source", table, epsilon=1.0, random_state=source)
+
+
+def test_the_record_of_nothing_released_is_forced_too(table):
+    """Diff review 28 (mutant P4): a run that held no document records what the mechanism
+    would have charged and drawn by, not what its hook says."""
+
+    class Liar(_Echo):
+        name = "liar-test"
+
+        def guarantee(self, tokens_privatized, tokens_passed_through=0):
+            record = Madlib(self.embeddings, 99.0).guarantee(tokens_privatized)
+            return dataclasses.replace(record, rng="secure")
+
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        mechanism = Liar(table, 2.0, random_state=4)
+    settings = DoorSettings.create(mechanism="madlib", embeddings=table, epsilon=2.0)
+    record = settings.nothing_released(mechanism)
+    assert (record.mechanism, record.epsilon, record.metric, record.rng) == (
+        "liar-test",
+        2.0,
+        "discrete",
+        "seeded",
+    )
+    assert record.releases == 0

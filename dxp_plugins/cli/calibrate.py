@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -277,20 +279,33 @@ def _summaries(
     return summaries
 
 
-#: Staging folders are ``.dxp-calibrate.<pid>.<random>.tmp``: the pid tells a later run
-#: whether the run that made one is gone (killed outright) and its folder can be removed.
+#: Staging folders are ``.dxp-calibrate.<host>-<pid>.<random>.tmp``: a later run on the
+#: same host tells from the pid whether the run that made one is gone (killed outright)
+#: and its folder can be removed; ``<host>`` keeps runs of other machines sharing the
+#: folder (NFS) out of it (diff review 28 F7).
 _STAGING = ".dxp-calibrate."
 
 
+def _staging_owner() -> str:
+    """``<host>-<pid>`` of this process: 8 hex digits of the host name's SHA-256 (a name
+    may hold dots, which the folder name splits on)."""
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return f"{host}-{os.getpid()}"
+
+
 def _remove_stale_staging(out: Path) -> None:
-    """Remove staging folders left in ``out`` by runs no longer alive (SIGKILL, a crash):
-    with ``--words-file`` they hold rows naming the user's words (review 28 F10). A folder
-    of a live process (another run writing there now, or a reused pid) is left alone."""
-    for folder in out.glob(f"{_STAGING}*.tmp"):
-        pid = folder.name[len(_STAGING) :].partition(".")[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
+    """Remove staging folders left in ``out`` by runs of this host no longer alive
+    (SIGKILL, a crash): with ``--words-file`` they hold rows naming the user's words
+    (review 28 F10). A live process's folder (another run writing there now, or a reused
+    pid), another host's and any other name are left alone. Containers sharing a folder
+    under one host name but separate pid namespaces would still look dead to each other."""
+    host = _staging_owner().partition("-")[0]
+    for folder in out.glob(f"{_STAGING}{host}-*.tmp"):
+        pid = folder.name[len(_STAGING) + len(host) + 1 :].partition(".")[0]
+        if not (pid.isascii() and pid.isdecimal()) or len(pid) > 10:
+            continue  # not a pid this code wrote
+        if int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
@@ -302,7 +317,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # alive, another user's (PermissionError), or cannot tell: keep it
+    except (OSError, OverflowError):  # another user's (PermissionError), or cannot tell
         return True
     return True
 
@@ -323,7 +338,7 @@ def _write(
         raise CLIError(f"cannot create {given}: {error.strerror}") from None
     _remove_stale_staging(out)
     try:
-        prefix = f"{_STAGING}{os.getpid()}."
+        prefix = f"{_STAGING}{_staging_owner()}."
         staging = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=out))
     except OSError as error:
         raise CLIError(f"cannot write into {given}: {error.strerror}") from None

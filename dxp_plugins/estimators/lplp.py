@@ -527,7 +527,9 @@ def _warn_own_totals(weights: np.ndarray, counts: sp.csr_matrix) -> None:
     column totals: the paper decompresses with corpus frequencies, so a replication passes
     ``X.sum(0)``, which the record would call public (LPLP review F4; PRIVACY.md 9)."""
     totals = np.asarray(counts.sum(axis=0), dtype=np.float64).ravel()
-    if totals.sum() > 0 and np.allclose(weights * totals.sum(), totals * weights.sum()):
+    if np.ptp(weights) == 0 or np.unique(totals).size < 3:
+        return  # uniform weights are public by construction; a balanced corpus says nothing
+    if np.allclose(weights * totals.sum(), totals * weights.sum()):
         warn(
             "weights are proportional to the column totals of the counts being fitted: "
             "decompression weights from the private corpus itself are not public (the "

@@ -55,10 +55,14 @@ def _check_kept(name: str, mechanism: Mechanism, params: dict[str, Any]) -> None
     door, and a factory could build another epsilon than the door states (contributor
     review, twenty-eighth session, F1): the doors and records would describe settings the
     mechanism does not use."""
+    import numbers
+
     from .._random import RandomSource
+    from .._validation import check_epsilon
 
     dropped = []
-    if "epsilon" in params and mechanism.epsilon != params["epsilon"]:
+    # As the base class stores it (a Fraction 1/10 is kept as 0.1: diff review 28 N1).
+    if "epsilon" in params and mechanism.epsilon != check_epsilon(params["epsilon"]):
         dropped.append(f"epsilon (given {params['epsilon']!r}, holds {mechanism.epsilon!r})")
     if "oov" in params and mechanism.oov != params["oov"]:
         dropped.append(f"oov (given {params['oov']!r}, holds {mechanism.oov!r})")
@@ -68,7 +72,7 @@ def _check_kept(name: str, mechanism: Mechanism, params: dict[str, Any]) -> None
     seed = params.get("random_state")
     if isinstance(seed, RandomSource) and mechanism._random is not seed:
         dropped.append("random_state (it draws from another random source)")
-    elif isinstance(seed, int) and mechanism._random.seed != seed:
+    elif isinstance(seed, numbers.Integral) and mechanism._random.seed != seed:
         dropped.append(f"random_state (given {seed}, holds {mechanism._random.seed})")
     if dropped:
         raise TypeError(
