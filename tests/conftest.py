@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import warnings
 
 import pytest
@@ -14,6 +15,15 @@ import dxp_plugins as dxp
 # (the mechanisms' noise stays random: a failure there is a real one, rerun it locally).
 settings.register_profile("dxp", database=None, derandomize=bool(os.environ.get("CI")))
 settings.load_profile("dxp")
+
+# Started as a background job of a non-interactive shell (`pytest ... &`), the suite inherits
+# SIGINT and SIGQUIT ignored, and so would every process it starts: the signal tests then
+# tested nothing ("raise_signal" did nothing) and failed (diff review 28 N3). Ctrl-C and
+# SIGQUIT act here as in a terminal; children get them at their defaults.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if hasattr(signal, "SIGQUIT") and signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")

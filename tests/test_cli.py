@@ -793,6 +793,34 @@ def test_third_party_warnings_are_withheld(tmp_path, capsys, monkeypatch):
     ]
 
 
+def test_the_import_systems_resource_warnings_are_not_shown(tmp_path, capsys, monkeypatch):
+    """Diff review 28 N3: a signal landing while Python wrote a bytecode cache left that
+    file unclosed, and the run printed "dxp: warning: ResourceWarning from
+    importlib._bootstrap_external". Another module's ResourceWarning is still shown."""
+    import warnings
+
+    from tests.door_fixtures import register
+
+    def warning(token):
+        # Raised as code of the import system would raise it, then as a plugin's.
+        raising = "import warnings\nwarnings.warn('unclosed file', ResourceWarning)"
+        exec(raising, {"__name__": "importlib._bootstrap_external"})
+        warnings.warn("unclosed file", ResourceWarning, stacklevel=1)
+        return True
+
+    register(monkeypatch, "token_filters", "unclosed.v1", warning)
+    source = tmp_path / "in.txt"
+    source.write_text("hockey\n", encoding="utf-8")
+    code, _, err = run(
+        ["privatize", source, "-e", 300, "--token-filter", "unclosed.v1", *FAST], capsys
+    )
+    assert code == 0
+    assert err.splitlines() == [
+        f"dxp: warning: ResourceWarning from {__name__} (details withheld: they may quote "
+        "the input)"
+    ]
+
+
 @pytest.mark.parametrize("command", ["privatize", "calibrate"])
 def test_a_failing_plugin_loader_is_named(tmp_path, capsys, monkeypatch, command):
     """A plugin loader that raised read "unexpected RuntimeError (details withheld ...)",
