@@ -618,3 +618,36 @@ def test_a_stop_python_dropped_leaves_later_signals_working(tmp_path):
     assert result.returncode == 143, result.stderr
     assert result.stderr == "draw 1\ndraw 2\ndxp: stopped (SIGTERM)\n"
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_dropped_stop_is_forgotten_when_main_returns(tmp_path, capsys, monkeypatch):
+    """Diff review 28 (mutant M6): the stop a signal raised where Python dropped it is kept
+    until ``main`` ends; a later ``main()`` in the same process (a notebook, a test) must
+    not find it and stop at its first batch."""
+    import gc
+
+    from tests.door_fixtures import register
+
+    class Finalized:
+        def __del__(self):
+            signal.raise_signal(signal.SIGTERM)  # handled inside __del__: dropped
+
+    dropped = []
+
+    def dropping(token):
+        if not dropped:
+            dropped.append(1)
+            Finalized()
+            gc.collect()
+        return True
+
+    register(monkeypatch, "token_filters", "dropping.v1", dropping)
+    source = tmp_path / "in.txt"
+    source.write_text("hockey team\n" * 4)
+    argv = ["privatize", source, "-e", 300, "--batch-size", 2, *FAST]
+    with pytest.raises(SystemExit) as stopped:
+        main([str(a) for a in [*argv, "--token-filter", "dropping.v1"]])
+    assert stopped.value.code == 143
+    assert capsys.readouterr().err == "dxp: stopped (SIGTERM)\n"
+    code, err = _run(argv, capsys)
+    assert (code, err) == (0, "")
