@@ -31,6 +31,7 @@ from .audit import g_test
 from .embeddings.table import OOV_ID, EmbeddingTable
 from .errors import SeededRandomnessWarning
 from .guarantee import Accountant
+from .mechanisms import BASE_SETTINGS
 from .mechanisms.base import Mechanism
 
 __all__ = ["check_mechanism"]
@@ -46,8 +47,6 @@ LAW_DRAWS = 20_000
 P_FAIL = 1e-6
 #: A token no table holds (privatized from the UNK point under ``oov="unk"``).
 OOV_TOKEN = "zq7-not-a-word-canary"
-#: What the checks set themselves, as the doors do.
-BASE_SETTINGS = frozenset({"epsilon", "oov", "random_state", "accountant"})
 
 
 def check_mechanism(
@@ -70,8 +69,8 @@ def check_mechanism(
     closed-form ``distribution``.
     """
     options = dict(options or {})
-    if BASE_SETTINGS & options.keys():
-        raise ValueError(f"options may not set {sorted(BASE_SETTINGS & options.keys())}")
+    if set(BASE_SETTINGS) & options.keys():  # the checks set them, as the doors do
+        raise ValueError(f"options may not set {sorted(set(BASE_SETTINGS) & options.keys())}")
     table = embeddings if embeddings is not None else _default_table()
     if isinstance(factory, str):
         from . import registry

@@ -205,9 +205,9 @@ class _Stopped(SystemExit):
 def _exit_on_signals() -> dict[int, Any]:
     """Turn SIGTERM and SIGHUP into SystemExit (exit code 128 + the signal: 143, 129), so
     clean-up runs (the temporary output file is removed) as it does on errors, and SIGINT
-    into KeyboardInterrupt as Python's own handler does; each stop holds the signals from
-    then on (:meth:`_SignalHold.stop`). Returns the previous handlers to restore. A signal
-    ignored on purpose (``nohup``), or handled by other code, is left alone."""
+    into KeyboardInterrupt as Python's own handler does; each records the stop it raises
+    (:meth:`_SignalHold.stop`). Returns the previous handlers to restore. A signal ignored
+    on purpose (``nohup``), or handled by other code, is left alone."""
     if threading.current_thread() is not threading.main_thread():
         return {}  # signal handlers can only be installed from the main thread
     _HOLD.armed = True  # a stopping run holds signals until main() ends (_hold_signals)
@@ -268,8 +268,8 @@ class _SignalHold:
     def take(self) -> bool:
         """Hold the signals (from the main thread only); False when they were held
         already (or cannot be). A signal whose handler ran as the hold was being taken is
-        noted as one that arrived during it; one whose handler took the hold itself (a
-        stop: :meth:`stop`) leaves its handlers in place, recorded once (review 28 F8)."""
+        noted as one that arrived during it (the handler it replaces is recorded first,
+        review 28 F8)."""
         if self.previous or threading.current_thread() is not threading.main_thread():
             return False
         self.arrived = []
@@ -277,8 +277,8 @@ class _SignalHold:
             while True:
                 try:
                     handler = signal.getsignal(signum)
-                    if handler in (signal.SIG_IGN, None) or handler == self._note:
-                        break  # ignored on purpose, or held by a stop's own take
+                    if handler in (signal.SIG_IGN, None):
+                        break  # ignored on purpose: leave it
                     # Recorded first: signal.signal runs the handler of one pending
                     # before it replaces it, and that may raise.
                     self.previous[signum] = handler

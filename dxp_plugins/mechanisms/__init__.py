@@ -81,6 +81,10 @@ def _check_kept(name: str, mechanism: Mechanism, params: dict[str, Any]) -> None
         )
 
 
+#: What every door passes a mechanism's constructor, which it must keep (:func:`_check_kept`).
+BASE_SETTINGS = ("epsilon", "oov", "random_state", "accountant")
+
+
 def check_factory(name: str, factory: Any, options: dict[str, Any]) -> None:
     """TypeError now when ``factory`` cannot take what every door passes (``epsilon``,
     ``oov``, ``random_state``, ``accountant``) with ``options``: a constructor without them
@@ -90,8 +94,7 @@ def check_factory(name: str, factory: Any, options: dict[str, Any]) -> None:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):
         return
-    door = dict.fromkeys(("epsilon", "oov", "random_state", "accountant"))
-    _check_arguments(name, signature, None, {**options, **door})
+    _check_arguments(name, signature, None, {**options, **dict.fromkeys(BASE_SETTINGS)})
 
 
 def _check_arguments(
