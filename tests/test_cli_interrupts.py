@@ -651,3 +651,34 @@ def test_a_dropped_stop_is_forgotten_when_main_returns(tmp_path, capsys, monkeyp
     assert capsys.readouterr().err == "dxp: stopped (SIGTERM)\n"
     code, err = _run(argv, capsys)
     assert (code, err) == (0, "")
+
+
+def test_a_signal_just_after_the_first_report_ahead_leaves_no_report(tmp_path):
+    """Review 28 F7 (diff review mutant M9): a signal between the rename of the report
+    written ahead of the first batch and the run noting it left that report, listing a
+    batch that never went out. The rename and the note are one step now: the signal acts
+    after both, and a run that released nothing leaves no report."""
+    source, report_path = tmp_path / "in.txt", tmp_path / "report.json"
+    source.write_text("hockey team\n" * 7)
+    body = """
+        import signal
+        from dxp_plugins.cli import targets
+
+        rename, renames = targets._replace, []
+
+        def renaming(temporary, path):
+            rename(temporary, path)
+            renames.append(path)
+            if len(renames) == 1:
+                signal.raise_signal(signal.SIGTERM)  # the first report ahead just stands
+
+        targets._replace = renaming
+    """
+    argv = [source, "-e", 300, "--batch-size", 2, "--report", report_path, *FAST]
+    result = _run_script(body, *argv)
+    assert (result.returncode, result.stderr, result.stdout) == (
+        143,
+        "dxp: stopped (SIGTERM)\n",
+        "",
+    )
+    assert list(tmp_path.iterdir()) == [source]  # no report, no temporary file
