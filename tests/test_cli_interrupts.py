@@ -682,3 +682,29 @@ def test_a_signal_just_after_the_first_report_ahead_leaves_no_report(tmp_path):
         "",
     )
     assert list(tmp_path.iterdir()) == [source]  # no report, no temporary file
+
+
+def test_a_hold_interrupted_just_after_an_install_records_the_real_handler(monkeypatch):
+    """Review 28 F8 (the diff review's surviving mutant M15): when a signal's handler
+    raised just after ``take`` installed its noting handler, the retry recorded that noting
+    handler as the one to restore, so the signal stayed ignored after the hold."""
+    from dxp_plugins.cli import process
+
+    hold, real = process._SignalHold(), signal.signal
+    original = signal.getsignal(signal.SIGTERM)
+    raised = []
+
+    def installing(signum, handler):
+        previous = real(signum, handler)
+        if signum == signal.SIGTERM and not raised:
+            raised.append(1)
+            raise KeyboardInterrupt  # as another signal's handler would, just after
+        return previous
+
+    monkeypatch.setattr(process.signal, "signal", installing)
+    assert hold.take()
+    monkeypatch.setattr(process.signal, "signal", real)
+    assert hold.previous[signal.SIGTERM] is original
+    assert len(hold.arrived) == 1 and isinstance(hold.arrived[0], KeyboardInterrupt)
+    hold.release(deliver=False)
+    assert signal.getsignal(signal.SIGTERM) is original

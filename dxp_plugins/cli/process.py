@@ -277,14 +277,16 @@ class _SignalHold:
             while True:
                 try:
                     handler = signal.getsignal(signum)
-                    if handler in (signal.SIG_IGN, None):
-                        break  # ignored on purpose: leave it
+                    if handler in (signal.SIG_IGN, None) or handler == self._note:
+                        break  # ignored on purpose, or held already (a retry, below)
                     # Recorded first: signal.signal runs the handler of one pending
                     # before it replaces it, and that may raise.
                     self.previous[signum] = handler
                     signal.signal(signum, self._note)
                     break
                 except (KeyboardInterrupt, SystemExit) as error:  # it had just arrived
+                    # (another signal's handler may also raise just after the install:
+                    # the retry then finds _note and keeps the handler recorded first)
                     self.arrived.append(error)
         return bool(self.previous)
 
