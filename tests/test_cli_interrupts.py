@@ -708,3 +708,30 @@ def test_a_hold_interrupted_just_after_an_install_records_the_real_handler(monke
     assert len(hold.arrived) == 1 and isinstance(hold.arrived[0], KeyboardInterrupt)
     hold.release(deliver=False)
     assert signal.getsignal(signal.SIGTERM) is original
+
+
+def test_the_staging_folder_of_a_killed_calibrate_goes_with_the_next_run(tmp_path, capsys):
+    """Review 28 F10, end to end (the diff review's surviving mutant M12): a calibrate
+    killed outright while it wrote (SIGKILL) leaves its hidden folder, named so the next
+    run into that --out can tell its process is gone and remove it."""
+    out = tmp_path / "o"
+    base = ["calibrate", "--out", str(out), *CALIBRATE, "--no-progress", "--no-figures"]
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        import dxp_plugins._tables as tables
+        from dxp_plugins.cli import main
+
+        def killed(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGKILL)  # as the first table is written
+
+        tables.write_csv = killed
+        sys.argv = ["dxp", *{base!r}, "--epsilons", "1"]
+        sys.exit(main())
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=300)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    (left,) = out.glob(".dxp-calibrate.*.tmp")
+    assert _run([*base, "--epsilons", "2"], capsys)[0] == 0
+    assert not left.exists() and not list(out.glob(".dxp-calibrate.*"))
