@@ -562,9 +562,9 @@ def test_a_killed_calibrates_staging_folder_is_removed_by_the_next_run(tmp_path,
         text=True,
         check=True,
     ).stdout.strip()
-    from dxp_plugins.cli.calibrate import _staging_owner
+    from dxp_plugins.cli.calibrate import _host_tag
 
-    host = _staging_owner().partition("-")[0]
+    host = _host_tag()
     stale = out / f".dxp-calibrate.{host}-{gone}.abc123.tmp"
     live = out / f".dxp-calibrate.{host}-{os.getppid()}.def456.tmp"  # pytest's parent
     elsewhere = out / f".dxp-calibrate.0000beef-{gone}.abc123.tmp"  # another host's

@@ -286,11 +286,10 @@ def _summaries(
 _STAGING = ".dxp-calibrate."
 
 
-def _staging_owner() -> str:
-    """``<host>-<pid>`` of this process: 8 hex digits of the host name's SHA-256 (a name
-    may hold dots, which the folder name splits on)."""
-    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-    return f"{host}-{os.getpid()}"
+def _host_tag() -> str:
+    """8 hex digits of the host name's SHA-256 (a name may hold dots, which the folder
+    name splits on)."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
 def _remove_stale_staging(out: Path) -> None:
@@ -299,7 +298,7 @@ def _remove_stale_staging(out: Path) -> None:
     (review 28 F10). A live process's folder (another run writing there now, or a reused
     pid), another host's and any other name are left alone. Containers sharing a folder
     under one host name but separate pid namespaces would still look dead to each other."""
-    host = _staging_owner().partition("-")[0]
+    host = _host_tag()
     for folder in out.glob(f"{_STAGING}{host}-*.tmp"):
         pid = folder.name[len(_STAGING) + len(host) + 1 :].partition(".")[0]
         if not (pid.isascii() and pid.isdecimal()) or len(pid) > 10:
@@ -338,7 +337,7 @@ def _write(
         raise CLIError(f"cannot create {given}: {error.strerror}") from None
     _remove_stale_staging(out)
     try:
-        prefix = f"{_STAGING}{_staging_owner()}."
+        prefix = f"{_STAGING}{_host_tag()}-{os.getpid()}."
         staging = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=out))
     except OSError as error:
         raise CLIError(f"cannot write into {given}: {error.strerror}") from None
