@@ -160,8 +160,35 @@ def test_a_failed_calibrate_write_names_the_file(tmp_path, capsys, name):
     (out / name).mkdir(parents=True)
     small = ["--vocab-size", "1000", "--words", "5", "--samples", "10", "--no-figures"]
     code, _, err = run(["calibrate", "--epsilons", "5", "--out", out, *small], capsys)
+    assert code == 1  # review 28: it failed removing the folder, and said "writing"
+    assert err.splitlines()[-1] == f"dxp: error: replacing {out / name}: Is a directory"
+
+
+def test_a_failed_staged_calibrate_write_names_the_out_file(tmp_path, capsys, monkeypatch):
+    """Review 28: a write failing in the hidden staging folder (a full disk, a quota) named
+    `cal/.dxp-calibrate.<host>-<pid>.XXXX.tmp/summary.csv`, a path the user never gave and
+    that is gone by the time they read it. The failure is faked (a full disk cannot be made
+    here); the path it carries is the real staged one."""
+    import errno
+
+    from dxp_plugins import _tables
+
+    real = _tables.write_csv
+
+    def full_disk(records, path):
+        if path.name == "summary.csv":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(records, path)
+
+    monkeypatch.setattr(_tables, "write_csv", full_disk)
+    out = tmp_path / "cal"
+    small = ["--vocab-size", "1000", "--words", "5", "--samples", "10", "--no-figures"]
+    code, _, err = run(["calibrate", "--epsilons", "5", "--out", out, *small], capsys)
     assert code == 1
-    assert err.splitlines()[-1] == f"dxp: error: writing {out / name}: Is a directory"
+    assert err.splitlines()[-1] == (
+        f"dxp: error: writing {out / 'summary.csv'}: No space left on device"
+    )
+    assert os.listdir(out) == []  # nothing staged is left behind
 
 
 @pytest.mark.parametrize(

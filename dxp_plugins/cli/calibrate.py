@@ -342,18 +342,33 @@ def _write(
     except OSError as error:
         raise CLIError(f"cannot write into {given}: {error.strerror}") from None
     try:
-        drawn = stage(staging)
+        try:
+            drawn = stage(staging)
+        except OSError as error:  # named as the file it becomes, not the hidden folder's
+            error.filename = _final_name(error.filename, staging, out)
+            raise
         written = [name for name in drawn if (staging / name).is_file()]
         stale = [name for name in FIGURES if name not in written and (out / name).is_file()]
         with _signals_held():  # not split by Ctrl-C: the previous run's files, then these
             _raise_if_stopped()  # a stop dropped while drawing: no new files
             for name in sorted(OUTPUTS, key=lambda name: name != "summary.json"):
-                (out / name).unlink(missing_ok=True)  # a previous run's: summary.json first
+                try:  # a previous run's: summary.json first
+                    (out / name).unlink(missing_ok=True)
+                except OSError as error:
+                    raise CLIError(f"replacing {out / name}: {error.strerror}") from None
             for name in sorted(written, key=lambda name: name == "summary.json"):
                 os.replace(staging / name, out / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return written, stale
+
+
+def _final_name(name: Any, staging: Path, out: Path) -> Any:
+    """The ``--out`` file a staged file ``name`` would have become (a failed staged write
+    named the hidden ``.dxp-calibrate.*.tmp`` folder, review 28); other names unchanged."""
+    if isinstance(name, str) and Path(name).is_relative_to(staging):
+        return str(out / Path(name).relative_to(staging))
+    return name
 
 
 def _write_staged(
