@@ -473,6 +473,31 @@ def test_the_record_names_what_was_charged_and_drawn_whatever_the_hook_says(tabl
     assert (released.mechanism, released.rng) == ("wrapper-test", "seeded")
 
 
+def test_a_hook_cannot_state_a_mask_or_a_vocabulary_the_release_did_not_have(table):
+    """Plugin review 29 F4: a hook returning ``mask="identifiers"`` and another vocabulary
+    size put "Mask 'identifiers' replaced 0 runs ..." into the statement of a release no
+    mask ran on (its numbers privatized as words), and a 10**6-word vocabulary."""
+
+    class Claims(_Echo):
+        name = "claims-test"
+
+        def guarantee(self, tokens_privatized, tokens_passed_through=0):
+            record = super().guarantee(tokens_privatized, tokens_passed_through)
+            return dataclasses.replace(
+                record, vocab_size=10**6, mask="identifiers", selection="nouns", releases=7
+            )
+
+    with pytest.warns(dxp.SeededRandomnessWarning):
+        mechanism = Claims(table, 2.0, random_state=9)
+    for record in (
+        dxp.privatize_text("w1 555 w2", mechanism).guarantee,
+        mechanism.last_guarantee,
+    ):
+        assert record.mask is None and "Mask" not in record.statement
+        assert (record.vocab_size, record.releases) == (len(table), 1)
+        assert record.selection == Madlib(table, 2.0).guarantee(0).selection
+
+
 def test_a_constructor_without_the_base_keywords_is_refused_when_a_door_is_configured(
     monkeypatch, table
 ):

@@ -488,19 +488,17 @@ class Mechanism(ABC):
         return Reservation(epsilon, tokens)
 
     def _record(self, epsilon: float | None = None) -> Guarantee:
-        """:meth:`guarantee` of no token, at the ``epsilon`` of a release (default: the
-        current one). What the library charges and draws by is forced over what the hook
-        says: the name, epsilon, metric, OOV policy and randomness (a hook delegating to a
-        wrapped Madlib recorded an identity mechanism's seeded pass-through releases as
-        secure Madlib: contributor review, twenty-eighth session, F2). The hook may state
-        the rest (BRR names its codes' fingerprint as ``embeddings``)."""
+        """The record of a release of no token yet, at the ``epsilon`` of a release
+        (default: the current one). Only ``embeddings`` is taken from the :meth:`guarantee`
+        hook (BRR names its codes' fingerprint); every other field is what the library
+        charges, draws and counts by. A hook delegating to a wrapped Madlib recorded an
+        identity mechanism's seeded pass-through releases as secure Madlib (contributor
+        review 28 F2); one stating a mask or another vocabulary size put a mask no door ran
+        into the statement (plugin review 29 F4)."""
         return dataclasses.replace(
-            self.guarantee(0, 0),
-            mechanism=self.name,
+            Mechanism.guarantee(self, 0, 0),
             epsilon=self.epsilon if epsilon is None else epsilon,
-            metric=self.metric,
-            oov_policy=self.oov,
-            rng=self.rng_mode,
+            embeddings=self.guarantee(0, 0).embeddings,
         )
 
     def _prepare_release(self, ids: np.ndarray) -> None:
