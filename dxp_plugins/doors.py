@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ._random import RandomSource, check_seed
 from ._validation import check_choice, check_epsilon, check_int
 from .embeddings.shared import load_embeddings_setting
+from .errors import DxpError
 
 if TYPE_CHECKING:
     from .embeddings.table import EmbeddingTable
@@ -130,7 +131,7 @@ class DoorSettings:
         _check_option_names(factory, mechanism_params, label("mechanism_params"), skip=1)
         check_factory(mechanism, factory, mechanism_params)
         if isinstance(factory, type) and issubclass(factory, Mechanism):
-            factory.check_options(**mechanism_params)  # values, before any table is loaded
+            _check_option_values(factory, mechanism_params)
         embeddings, embeddings_params, vocab_size = check_embeddings_setting(
             embeddings, embeddings_params, vocab_size, label
         )
@@ -451,6 +452,21 @@ def _check_params(params: Any, setting: str) -> dict[str, Any]:
         if not isinstance(key, str) or not key.isidentifier():
             raise ValueError(f"{setting}: keys must be parameter names, got {key!r}")
     return dict(params)
+
+
+def _check_option_values(factory: Any, options: dict[str, Any]) -> None:
+    """``factory.check_options(**options)``: values checked before any table is loaded. A
+    plugin's refusal is raised again from here, as the library's own: it sees settings,
+    never input, so the CLI shows its message (it withheld a plugin's ``t must be in [0,
+    1]`` as "unexpected ValueError": plugin review 29 F3)."""
+    try:
+        factory.check_options(**options)
+    except DxpError:
+        raise
+    except TypeError as error:
+        raise TypeError(str(error)) from error
+    except ValueError as error:
+        raise ValueError(str(error)) from error
 
 
 def _check_option_names(factory: Any, params: Mapping[str, Any], setting: str, skip: int) -> None:

@@ -147,3 +147,37 @@ def test_the_console_script_imports_the_code_file(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert "[...]" in run.stdout and "ORD" not in run.stdout
+
+
+PICKY_CODE = """\
+import dxp_plugins as dxp
+import numpy as np
+
+
+@dxp.registry.mechanisms.register("picky")
+class Picky(dxp.Mechanism):
+    name = "picky"
+
+    def __init__(self, embeddings, epsilon, *, t=0.5, **base):
+        super().__init__(embeddings, epsilon, **base)
+        self.t = t
+
+    @classmethod
+    def check_options(cls, *, t=0.5, **_):
+        if not 0 <= t <= 1:
+            raise ValueError(f"t must be a number in [0, 1], got {t}")
+
+    def _sample(self, ids, rng, epsilon):
+        return rng.integers(0, len(self.embeddings), len(ids))
+"""
+
+
+def test_a_plugins_refused_option_is_shown_not_withheld(tmp_path, capsys):
+    """Plugin review 29 F3: `--param t=2` refused by a plugin's check_options printed
+    `unexpected ValueError (details withheld ...)`, as an error that may quote input does;
+    check_options sees settings only, and a built-in's refusal (`--beta 2`) was shown."""
+    source, module = _files(tmp_path, PICKY_CODE)
+    args = ["privatize", str(source), "-e", "3", "--vocab-size", "1000", "--code", str(module)]
+    assert cli_main([*args, "--mechanism", "picky", "--param", "t=2"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "dxp: error: t must be a number in [0, 1], got 2"
