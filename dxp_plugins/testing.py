@@ -14,13 +14,17 @@ every mechanism must get right, not the privacy of its noise: a mechanism drawin
 wrong scale, or decoding that excludes the input word (PRIVACY.md 1, 2, 5), passes it, and so
 does a ``distribution`` that is wrong in the same way as the sampler. Audit the guarantee
 itself with :mod:`dxp_plugins.audit` (PRIVACY.md T3). Every check is seeded, so it gives the
-same verdict on every run; its G-tests fail a correct mechanism with probability 1e-6 each.
+same verdict on every run, but for the threads': it runs calls from four threads at once and
+fails when one differs from the same call made alone, so a pass says no race was met, not
+that none exists. Its G-tests fail a correct mechanism with probability 1e-6 each.
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -29,7 +33,7 @@ from ._random import RandomSource
 from ._validation import MAX_EPSILON
 from .audit import g_test
 from .embeddings.table import OOV_ID, EmbeddingTable
-from .errors import SeededRandomnessWarning
+from .errors import OOVError, PrivacyWarning, SeededRandomnessWarning
 from .guarantee import Accountant
 from .mechanisms import BASE_SETTINGS
 from .mechanisms.base import Mechanism
@@ -47,6 +51,10 @@ LAW_DRAWS = 20_000
 P_FAIL = 1e-6
 #: A token no table holds (privatized from the UNK point under ``oov="unk"``).
 OOV_TOKEN = "zq7-not-a-word-canary"
+#: Copies of one word in one call, and as many single-word calls, of the fresh-noise check.
+COPIES = 1000
+#: Threads, calls per thread, ids per call and rounds (until one differs) of the thread check.
+THREADS, CALLS, CALL_IDS, ROUNDS = 4, 25, 64, 5
 
 
 def check_mechanism(
@@ -81,7 +89,15 @@ def check_mechanism(
     subject.epsilon, subject.options = epsilon, options
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededRandomnessWarning)  # every check is seeded
-        checks = (_constructor, _outputs, _randomness, _epsilon_argument, _fresh_noise)
+        checks = (
+            _constructor,
+            _outputs,
+            _oov_policies,
+            _randomness,
+            _epsilon_argument,
+            _fresh_noise,
+            _threads,
+        )
         ran = [check(subject) for check in checks]
         ran += _distribution(subject)
         ran.append(_record(subject))
@@ -120,11 +136,27 @@ class _Subject:
     def sampled(self, mechanism: Mechanism, stream: int, epsilon: float) -> np.ndarray:
         """``_sample`` of :attr:`ids` on a new generator for ``stream`` (one stream, one
         generator state), its output checked by the base class as in a release."""
-        mechanism._prepare_release(self.ids)
+        return self.sample(mechanism, self.ids, _generator(stream), epsilon)
+
+    def sample(
+        self, mechanism: Mechanism, ids: np.ndarray, rng: np.random.Generator, epsilon: float
+    ) -> np.ndarray:
+        """``_sample`` as a release calls it (after ``_prepare_release``), its output
+        checked by the base class; a failure named as the rule it breaks."""
+        mechanism._prepare_release(ids)
         try:
-            return mechanism._sampled(self.ids, np.random.default_rng([SEED, stream]), epsilon)
+            return mechanism._sampled(ids, rng, epsilon)
         except TypeError as error:
             raise self.broke("docs/plugins.md (_sample)", str(error)) from error
+        except Exception as error:
+            if not (ids == OOV_ID).any():
+                raise
+            raise self.broke(
+                "docs/plugins.md (_sample)",
+                f"it raised {type(error).__name__} on ids holding the UNK id -1 (the public "
+                "UNK point under oov='unk'): privatize from self._points(ids), or refuse in "
+                "_prepare_release, before anything is charged",
+            ) from error
 
     def hint(self) -> str:
         return (
@@ -138,6 +170,17 @@ def _constructor(subject: _Subject) -> str:
     (PRIVACY.md 13, 17, 20: a dropped ``**kwargs`` released past a capped ledger), as the
     spaCy component and TextPrivatizer give them and as Python code does; unseeded, it is
     secure (16)."""
+    factory = subject.factory
+    if isinstance(factory, type) and issubclass(factory, Mechanism):
+        for given in (subject.options, {}):  # the doors pass only the options given
+            try:
+                factory.check_options(**given)
+            except TypeError as error:
+                raise subject.broke(
+                    "docs/plugins.md (Constructor)",
+                    f"check_options(**{given!r}) raised {error} (the doors call it with only "
+                    "the options the user gave: give every option a default)",
+                ) from error
     subject.build(oov="raise", random_state=RandomSource(SEED), accountant=Accountant())
     subject.build(random_state=SEED)
     if subject.build(random_state=None).rng_mode != "secure":
@@ -150,12 +193,17 @@ def _outputs(subject: _Subject) -> str:
     nothing for an empty input (PRIVACY.md 22)."""
     mechanism = subject.build(random_state=SEED)
     tokens = [*subject.table.words[:5], OOV_TOKEN]
+    subject.sampled(mechanism, 0, subject.epsilon)  # the UNK id among them: named if it fails
     try:
         mechanism.privatize_ids(subject.ids)
         words = mechanism.privatize(tokens)
     except TypeError as error:
         raise subject.broke("docs/plugins.md (_sample)", str(error)) from error
     vocabulary = set(subject.table.words)
+    if OOV_TOKEN in words:
+        raise subject.broke(
+            "PRIVACY.md 20", "an out-of-vocabulary token came out raw under oov='unk'"
+        )
     if len(words) != len(tokens) or not set(words) <= vocabulary:
         raise subject.broke("docs/plugins.md (_sample)", "privatize did not return one word each")
     ledger = mechanism.accountant
@@ -220,18 +268,121 @@ def _epsilon_argument(subject: _Subject) -> str:
     return "epsilon"
 
 
+def _oov_policies(subject: _Subject) -> str:
+    """An out-of-vocabulary token is refused under ``oov="raise"`` before anything is
+    charged, and released as itself (counted raw) under ``"passthrough"`` (PRIVACY.md 20)."""
+    tokens = [subject.table.words[0], OOV_TOKEN]
+    ledger = Accountant()
+    mechanism = subject.build(oov="raise", random_state=SEED, accountant=ledger)
+    try:
+        words = mechanism.privatize(tokens)
+    except OOVError:
+        words = None
+    if words is not None or (ledger.spent, ledger.releases) != (0, 0):
+        raise subject.broke(
+            "PRIVACY.md 20",
+            "under oov='raise' an out-of-vocabulary token was "
+            + ("privatized" if words is not None else "refused after a charge"),
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)  # passthrough's own warning
+        mechanism = subject.build(oov="passthrough", random_state=SEED)
+    words = mechanism.privatize(tokens)
+    if len(words) != 2 or words[1] != OOV_TOKEN or words[0] not in set(subject.table.words):
+        raise subject.broke(
+            "PRIVACY.md 20",
+            "under oov='passthrough' an out-of-vocabulary token did not come out as itself "
+            "beside a privatized word",
+        )
+    return "oov"
+
+
 def _fresh_noise(subject: _Subject) -> str:
-    """Copies of one word in one call get noise of their own (PRIVACY.md 11: one noise
-    vector reused across a document measured 10.6 against a claimed 2)."""
+    """Copies of one word in one call are drawn as independently as copies in separate
+    calls (PRIVACY.md 11: one noise vector reused across a document measured 10.6 against
+    a claimed 2): a G-test of homogeneity of :data:`COPIES` copies in one call against as
+    many single-word calls, each on a generator of its own. Noise shared by the copies
+    and followed by another random step (a coin between two candidates) passes a check
+    that only asks for more than one output (plugin review 29 F1)."""
     mechanism = subject.build(random_state=SEED)
+    epsilon = subject.epsilon
     for row in (0, OOV_ID):
-        if len(np.unique(mechanism.privatize_ids(np.full(1000, row)))) == 1:
+        together = subject.sample(mechanism, np.full(COPIES, row), _generator(3, row + 1), epsilon)
+        apart = np.concatenate(
+            [
+                subject.sample(mechanism, np.array([row]), _generator(4, row + 1, i), epsilon)
+                for i in range(COPIES)
+            ]
+        )
+        p_value = _homogeneity(together, apart)
+        if not p_value > P_FAIL:
             raise subject.broke(
                 "PRIVACY.md 11",
-                f"1000 copies of input {row} in one call all gave one output: noise is not "
-                "fresh per entry" + subject.hint(),
+                f"{COPIES} copies of input {row} in one call were not drawn as independently "
+                f"as {COPIES} single-word calls ({len(np.unique(together))} and "
+                f"{len(np.unique(apart))} distinct outputs; G-test p = {p_value:.2g}): noise "
+                "is not fresh per entry",
             )
     return "fresh noise"
+
+
+def _generator(*key: int) -> np.random.Generator:
+    """A generator of its own for each key: every check is seeded."""
+    return np.random.default_rng([SEED, *key])
+
+
+def _homogeneity(first: np.ndarray, second: np.ndarray) -> float:
+    """p-value of a G-test that two equal-sized samples of row ids come from one law;
+    outputs seen fewer than 10 times in both together are pooled (expected counts >= 5)."""
+    outputs, inverse = np.unique(np.r_[first, second], return_inverse=True)
+    counts = np.zeros((2, len(outputs)))
+    np.add.at(counts, (np.repeat([0, 1], [len(first), len(second)]), inverse), 1)
+    rare = counts.sum(axis=0) < 10
+    counts = np.c_[counts[:, ~rare], counts[:, rare].sum(axis=1)]
+    counts = counts[:, counts.sum(axis=0) > 0]
+    if counts.shape[1] < 2:
+        return 1.0
+    from scipy.stats import chi2_contingency
+
+    return float(chi2_contingency(counts, correction=False, lambda_="log-likelihood").pvalue)
+
+
+def _threads(subject: _Subject) -> str:
+    """Threads calling one mechanism at once, each with its own generator, get what each
+    would get alone (docs/plugins.md: keep no per-call state on ``self``; a plugin keeping
+    its noisy vectors on ``self`` released another thread's input word 1,734 times in
+    19,200, plugin review 29 F2). The threads switch every microsecond to meet in the
+    middle of calls; a pass means no race was seen, not that none exists."""
+    mechanism = subject.build(random_state=SEED)
+    calls = [
+        (np.resize(np.roll(subject.ids, 7 * call), CALL_IDS), call)
+        for call in range(THREADS * CALLS)
+    ]
+
+    def run(call: tuple[np.ndarray, int]) -> np.ndarray:
+        ids, key = call
+        return subject.sample(mechanism, ids, _generator(5, key), subject.epsilon)
+
+    alone = [run(call) for call in calls]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(THREADS) as pool:
+            for _ in range(ROUNDS):
+                together = list(pool.map(run, calls))
+                differ = sum(not np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
+                if differ:
+                    break
+    finally:
+        sys.setswitchinterval(interval)
+    if differ:
+        raise subject.broke(
+            "docs/plugins.md (_sample)",
+            f"{differ} of {len(calls)} calls from {THREADS} threads at once gave other "
+            "outputs than the same calls one at a time: it keeps per-call state on self "
+            "(another request's words can come out)",
+        )
+    return "threads"
 
 
 def _distribution(subject: _Subject) -> list[str]:

@@ -5,7 +5,7 @@ plugin that breaks its rule, naming it.
 What it cannot catch (its docstring says so): noise at the wrong scale or decoding that
 excludes the input (PRIVACY.md 1, 2, 5), a ``distribution`` wrong in the same way as the
 sampler or off by less than its G-test sees (``test_what_the_law_check_cannot_see``), a
-mislabelled metric, state shared between threads (PRIVACY.md 19).
+mislabelled metric; a race between threads only when it shows in its 100 calls.
 """
 
 from __future__ import annotations
@@ -57,9 +57,11 @@ def test_a_correct_plugin_passes_as_a_class_a_factory_and_a_registered_name(monk
     assert ran == (
         "constructor",
         "outputs",
+        "oov",
         "randomness",
         "epsilon",
         "fresh noise",
+        "threads",
         "distribution",
         "record",
     )
@@ -171,8 +173,84 @@ class WordByWord(KaryResponse):
     name = "word-by-word-test"
 
     def privatize(self, tokens):
+        self.check_release([tokens])  # refuses before the first release, as one release does
+        return [self.privatize_batch([[token]])[0][0][0] for token in tokens]
+
+
+class SharedNoiseThenCoin(KaryResponse):
+    """One noise draw for the whole call, then a fresh coin per entry between two words
+    (a Vickrey-style choice): more than one output per call, so a check asking only for
+    that passed it (plugin review 29 F1); it leaks as one draw per call does."""
+
+    name = "shared-noise-then-coin-test"
+
+    def _sample(self, ids, rng, epsilon):
+        k, ids = len(self.embeddings), np.maximum(ids, 0)
+        keep = rng.random() < keep_probability(epsilon, k)
+        shared = ids if keep else (ids + rng.integers(1, k)) % k
+        coin = rng.random(len(ids)) < 0.3
+        return np.where(coin, (shared + 1) % k, shared)
+
+
+class NoisyRowsOnSelf(KaryResponse):
+    """Keeps a call's intermediate result on ``self`` between two steps: another thread's
+    call overwrites it (plugin review 29 F2: another request's word came out)."""
+
+    name = "noisy-rows-on-self-test"
+
+    def _sample(self, ids, rng, epsilon):
+        self._rows = np.maximum(ids, 0).copy()
+        k = len(self.embeddings)
+        keep = rng.random(len(ids)) < keep_probability(epsilon, k)
+        offsets = rng.integers(1, k, len(ids))
+        return np.where(keep, self._rows, (self._rows + offsets) % k)
+
+
+class OptionWithoutDefault(KaryResponse):
+    """Its ``check_options`` needs ``t``, which the doors pass only when the user gives it
+    (plugin review 29 F5: every door failed with a TypeError)."""
+
+    name = "option-without-default-test"
+
+    def __init__(self, embeddings, epsilon, *, t=0.5, **base):
+        super().__init__(embeddings, epsilon, **base)
+        self.t = t
+
+    @classmethod
+    def check_options(cls, *, t, **_):
+        if not 0 <= t <= 1:
+            raise ValueError("t must lie in [0, 1]")
+
+
+class OwnLookup(KaryResponse):
+    """Looks tokens up itself, the UNK point for every unknown one, whatever the policy."""
+
+    name = "own-lookup-test"
+
+    def privatize(self, tokens):
         words = self.embeddings.word_array()
-        return [words[self.privatize_ids(self.embeddings.lookup([t]))[0]] for t in tokens]
+        return [words[i] for i in self.privatize_ids(self.embeddings.lookup(tokens))]
+
+
+class UnknownReleasedRaw(KaryResponse):
+    """Returns an out-of-vocabulary token as itself under ``oov="unk"``."""
+
+    name = "unknown-released-raw-test"
+
+    def privatize(self, tokens):
+        private = super().privatize(tokens)
+        return [t if t not in self.embeddings else p for t, p in zip(tokens, private, strict=True)]
+
+
+class RaisesOnUnk(KaryResponse):
+    """Indexes rows with the ids as given: the UNK id -1 fails inside ``_sample``."""
+
+    name = "raises-on-unk-test"
+
+    def _sample(self, ids, rng, epsilon):
+        if (ids < 0).any():
+            raise IndexError("index -1 is out of bounds")
+        return super()._sample(ids, rng, epsilon)
 
 
 @pytest.mark.parametrize(
@@ -186,9 +264,15 @@ class WordByWord(KaryResponse):
         (KeepsGenerator, r"PRIVACY.md 11 and 17: .*keeps state across calls"),
         (ReadsSelfEpsilon, r"PRIVACY.md 12 and 13: _sample's outputs changed with self.epsilon"),
         (EpsilonFixedWhenBuilt, r"PRIVACY.md 12 and 13: .*ignores its epsilon argument"),
-        (OneDrawPerCall, r"PRIVACY.md 11: 1000 copies of input 0 .*not fresh per entry"),
+        (OneDrawPerCall, r"PRIVACY.md 11: 1000 copies of input 0 .*\(1 and \d+ distinct.*not fresh"),
         (LawAtTwiceEpsilon, r"PRIVACY.md T2: distribution\(0\) disagrees with the sampler"),
         (WordByWord, r"PRIVACY.md 12: the record of a release of 8 tokens states"),
+        (SharedNoiseThenCoin, r"PRIVACY.md 11: 1000 copies of input 0 .*not fresh per entry"),
+        (NoisyRowsOnSelf, r"docs/plugins.md \(_sample\): \d+ of 100 calls from 4 threads"),
+        (OptionWithoutDefault, r"docs/plugins.md \(Constructor\): check_options\(\*\*\{\}\)"),
+        (OwnLookup, r"PRIVACY.md 20: under oov='raise' an out-of-vocabulary token was privat"),
+        (UnknownReleasedRaw, r"PRIVACY.md 20: an out-of-vocabulary token came out raw"),
+        (RaisesOnUnk, r"docs/plugins.md \(_sample\): it raised IndexError on ids holding"),
     ],
 )
 def test_a_broken_plugin_fails_naming_its_rule(plugin, message):
