@@ -45,6 +45,7 @@ from ..lplp.histogram import check_histogram, dp_histogram
 from ..lplp.release import LPLPRelease
 from ..lplp.weights import public_weights
 from ._privatize_at import PrivatizeAt, check_privatize_at, warn_if_fitted_without_release
+from ._seeding import RefusesEnsembleSeeds
 
 #: Sparse formats taken as they are (others, e.g. DOK, are converted to the first).
 _SPARSE = ("csr", "csc", "coo")
@@ -105,7 +106,7 @@ class _HistogramOnce:
         return self.counts
 
 
-class LPLPTransformer(TransformerMixin, BaseEstimator):
+class LPLPTransformer(RefusesEnsembleSeeds, TransformerMixin, BaseEstimator):
     """(N, epsilon)-LPLP release of bag-of-words counts with horizontal compression.
 
     Parameters

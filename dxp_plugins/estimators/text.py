@@ -23,12 +23,14 @@ rebuilt on first use and must find the same embeddings (fingerprint).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _get_feature_names, check_is_fitted
 
@@ -40,6 +42,7 @@ from ..guarantee import Accountant, Guarantee, OOVPolicy
 from ..mechanisms.base import Mechanism
 from ..text import privatize_all
 from ._privatize_at import PrivatizeAt, check_privatize_at, warn_if_fitted_without_release
+from ._seeding import RefusesEnsembleSeeds
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,9 @@ class FitSettings:
     accountant: Accountant | None  # compared by identity: an Accountant is a ledger
 
 
-class TextPrivatizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):  # type: ignore[call-arg]
+class TextPrivatizer(  # type: ignore[call-arg]
+    RefusesEnsembleSeeds, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
+):
     """Replace the words of each text by private words (iterable of str -> list of str).
 
     Parameters
@@ -394,7 +399,16 @@ def _documents(X: Any) -> Iterable[Any]:
     passes for ``["text"]``, a one-column DataFrame) gives its column. Iterating a wider
     table would privatize its column names, one "text" per column."""
     if isinstance(X, str | bytes):
-        raise TypeError("X must be an iterable of texts, not a single str")
+        raise TypeError("X must be an iterable of texts, not a single str (wrap it: [text])")
+    if isinstance(X, Mapping | AbstractSet):  # a dict iterates its keys; a set, no order
+        raise TypeError(
+            f"X must be a sequence of texts, not a {type(X).__name__} (a dict would give its "
+            "keys, a set its texts in no fixed order): e.g. list(texts.values())"
+        )
+    if sp.issparse(X):
+        raise TypeError(
+            "X is a sparse matrix: TextPrivatizer takes texts (LPLPTransformer takes counts)"
+        )
     shape = getattr(X, "shape", None)
     if shape is not None and len(shape) >= 2:
         if len(shape) > 2 or shape[1] != 1:
