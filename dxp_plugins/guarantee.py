@@ -651,17 +651,19 @@ class Accountant:
                 self._unit = unit
             seen = (this_process(), self._ledger_id)
             warn_copy = self._passed_in and self.is_copy and seen not in _WARNED_COPIES
-            if warn_copy:
-                _WARNED_COPIES.add(seen)
         if warn_copy:
             warn(
                 "this Accountant is a copy (pickled, or in a worker process): it records "
                 "this release, but the ledger it was copied from never sees it, so that "
                 "total leaves it out. Combine the releases' guarantees where that ledger "
-                "lives (Guarantee.combine), release in one process or with threads, or "
-                "continue a saved ledger with Accountant.resume",
+                "lives (Guarantee.combine), release in one process or with threads, "
+                "continue a saved ledger with Accountant.resume, or give the ledger a cap "
+                "(a copy of a capped ledger refuses every release)",
                 PrivacyWarning,
             )
+            # Marked once warned: a warning made an error (warnings.filterwarnings) stopped
+            # this release, and must stop the next one too (sklearn review 29 F2).
+            _WARNED_COPIES.add(seen)
 
     def _add(self, spend: float) -> None:
         """Neumaier's compensated summation step (called holding the lock)."""

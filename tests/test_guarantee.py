@@ -195,6 +195,24 @@ def test_a_pickled_copy_of_a_capped_ledger_fails_closed(glove_5k):
     assert uncapped.spent == 2.0
 
 
+def test_a_copy_warning_made_an_error_stops_every_release_of_that_copy():
+    """sklearn review 29 F2: with PrivacyWarning made an error (which scikit-learn passes
+    on to its workers), the first release of a copy raised, and the copy was marked as
+    warned before the warning was raised: the next release in that worker went through
+    silently, recorded only there."""
+    copy_ = pickle.loads(pickle.dumps(Accountant()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.PrivacyWarning)
+        for _ in range(2):
+            with pytest.raises(dxp.PrivacyWarning, match="give the ledger a cap"):
+                copy_.charge(1.0, 1)
+    with pytest.warns(dxp.PrivacyWarning):
+        copy_.charge(1.0, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.PrivacyWarning)
+        copy_.charge(1.0, 1)  # said once per copy and process, as before
+
+
 def test_only_a_ledger_passed_in_warns_when_a_copy_records_a_release(glove_5k):
     """A worker's copy of an uncapped ledger records releases its original never sees
     (data-pipeline review F3: a parent ledger stayed at 0 while workers spent 42,066): say
