@@ -147,7 +147,12 @@ def check_seed(seed: Any, name: str = "random_state") -> int | None:
 
 
 class RandomSource:
-    """The noise generator of one mechanism or front door (see module docstring)."""
+    """The noise generator of one mechanism or front door, secure or seeded.
+
+    Secure for ``seed=None``; its generator's state is never pickled (PRIVACY.md 16-19;
+    this module's docstring). A plugin mechanism's constructor may receive one as
+    ``random_state`` (public as ``dxp_plugins.mechanisms.RandomSource``, for annotations)
+    and passes it to ``Mechanism.__init__`` unchanged."""
 
     def __init__(self, seed: int | None = None) -> None:
         # Unchecked seeds come from mechanisms and estimators, whose parameter is random_state.

@@ -7,12 +7,13 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._random import RandomSource
 from ..embeddings.table import EmbeddingTable
 from .base import OOV_POLICIES, Mechanism
 
 _LAZY = {"Madlib": ".madlib", "TEM": ".tem", "BRR": ".brr"}
 
-__all__ = ["BRR", "OOV_POLICIES", "TEM", "Madlib", "Mechanism", "make_mechanism"]
+__all__ = ["BRR", "OOV_POLICIES", "TEM", "Madlib", "Mechanism", "RandomSource", "make_mechanism"]
 
 if TYPE_CHECKING:
     from .brr import BRR as BRR
@@ -57,7 +58,6 @@ def _check_kept(name: str, mechanism: Mechanism, params: dict[str, Any]) -> None
     mechanism does not use."""
     import numbers
 
-    from .._random import RandomSource
     from .._validation import check_epsilon
 
     dropped = []
