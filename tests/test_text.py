@@ -193,6 +193,25 @@ def test_text_given_where_words_or_a_mechanism_were_expected_is_named(glove_5k):
         list(privatize_texts(["hello"], None))
 
 
+def test_words_with_punctuation_glued_on_are_named(glove_5k):
+    """Instructor review 29 F7: ``privatize("the team won!".split())`` privatized "won!" as
+    an unknown word (from the UNK point) without a word, where privatize_text splits the
+    "!" off. Tokens the table holds as given ("u.s.", "'s") and odd tokens stay quiet."""
+    import warnings
+
+    mech = dxp.Madlib(glove_5k, epsilon=300.0)
+    assert "won!" not in glove_5k and "won" in glove_5k
+    for tokens in (["the", "team", "won!"], ['"hockey', "team"], ["(team)"]):
+        with pytest.warns(dxp.DxpWarning, match="known word with punctuation attached") as seen:
+            mech.privatize(tokens)
+        assert all("won" not in str(warning.message) for warning in seen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dxp.DxpWarning)
+        mech.privatize(["the", "u.s.", "'s", "!", "qzx!", "--", "team"])
+        mech.privatize_batch([["won!"]])  # the doors' method: their tokenizer split it
+        privatize_text("the team won!", mech)
+
+
 def test_privatize_texts_default_batch_is_the_doors(glove_5k):
     """Review 9 M1: privatize_texts batched 256 texts while every door batches 1000, so one
     seed gave other words from the first text on (seeded draws depend on the batches)."""

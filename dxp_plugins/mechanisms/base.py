@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import string
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -64,6 +65,10 @@ class Reservation:
                 "no noise was drawn for it"
             )
         self.left -= tokens
+
+
+#: Punctuation that splitting text on whitespace leaves attached to a word.
+_GLUED = string.punctuation
 
 
 class Mechanism(ABC):
@@ -390,6 +395,20 @@ class Mechanism(ABC):
                 "one word per token; privatize_text() / privatize_texts() tokenize text",
                 DxpWarning,
             )
+        # "won!" from text.split(): out of the vocabulary although "won" is in it, so it
+        # was privatized as an unknown word (instructor review 29 F7).
+        glued = [t for t in flat if len(t) > 1 and (t[0] in _GLUED or t[-1] in _GLUED)]
+        if glued:
+            rows = self.embeddings._rows(glued)
+            bare = self.embeddings._rows([t.strip(_GLUED) for t in glued])
+            if ((rows == OOV_ID) & (bare != OOV_ID)).any():
+                warn(
+                    "a token is a known word with punctuation attached (text split on "
+                    f"whitespace?): out of the vocabulary as given, it meets oov={self.oov!r} "
+                    "instead of being privatized as that word; privatize_text() / "
+                    "privatize_texts() tokenize text, splitting punctuation off",
+                    DxpWarning,
+                )
 
     def _lookup(self, flat: list[str], lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Row ids of the tokens and which of them are released (all but OOV tokens under
