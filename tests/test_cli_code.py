@@ -157,6 +157,7 @@ import numpy as np
 @dxp.registry.mechanisms.register("picky")
 class Picky(dxp.Mechanism):
     name = "picky"
+    metric = "discrete"
 
     def __init__(self, embeddings, epsilon, *, t=0.5, **base):
         super().__init__(embeddings, epsilon, **base)
@@ -181,3 +182,19 @@ def test_a_plugins_refused_option_is_shown_not_withheld(tmp_path, capsys):
     assert cli_main([*args, "--mechanism", "picky", "--param", "t=2"]) == 1
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == "dxp: error: t must be a number in [0, 1], got 2"
+
+
+def test_the_report_names_the_mechanisms_settings(tmp_path, capsys):
+    """Plugin review 29 F7: the report named the mechanism and its epsilon only (in the
+    guarantee); a TEM's beta or a plugin's options, which decide the output, were nowhere."""
+    source, module = _files(tmp_path, PICKY_CODE)
+    report = tmp_path / "report.json"
+    args = ["privatize", str(source), "-e", "3", "--vocab-size", "1000", "--report", str(report)]
+    assert cli_main([*args, "--mechanism", "tem", "--beta", "0.01"]) == 0
+    entry = json.loads(report.read_text())["mechanism"]
+    assert entry["name"] == "tem" and entry["settings"]["beta"] == 0.01
+    code = ["--code", str(module), "--mechanism", "picky", "--param", "t=0.25"]
+    assert cli_main([*args, *code]) == 0
+    entry = json.loads(report.read_text())["mechanism"]
+    assert entry == {"name": "picky", "settings": {"epsilon": 3.0, "oov": "unk"}}
+    capsys.readouterr()

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import functools
 import itertools
+import json
 import sys
 import warnings
 from collections.abc import Iterator
@@ -114,6 +115,10 @@ def _privatize(args: argparse.Namespace) -> int:
         "stdout" if args.output == "-" else args.output,
         # As given; the table's real size and fingerprint are in the guarantee.
         embeddings={"name": args.embeddings, "params": dict(args.embeddings_param)},
+        # JSON-ready before anything is released (a plugin's setting may be any object).
+        mechanism=json.loads(
+            json.dumps({"name": args.mechanism, "settings": mechanism._settings()}, default=repr)
+        ),
         unit=args.unit,
     )
     # A run that streams (stdout, an -o written through) with a --report FILE keeps the

@@ -44,6 +44,9 @@ class _Released:
     # The embeddings as given (name, --embeddings-param): the guarantee names the table by
     # fingerprint and size; these say where it came from (BYOE review F10).
     embeddings: dict[str, Any] = field(default_factory=dict)
+    # The mechanism's name and settings (a TEM's beta, a plugin's options): the guarantee
+    # names only the mechanism and its epsilon (plugin review 29 F7).
+    mechanism: dict[str, Any] = field(default_factory=dict)
     # For an audit trail (compliance review F7): what one document was, and a hash of the
     # bytes that reached the output (the released text, never the input).
     unit: str | None = None
@@ -262,6 +265,7 @@ def _write_report(
         "max_document_spend": guarantee.max_document_spend,
         "statement": guarantee.statement + _kept_clause(kept) + ("" if complete else _INCOMPLETE),
         "embeddings": run.embeddings,
+        "mechanism": run.mechanism,
         "guarantee": guarantee.to_dict(),
         # JSONL fields written unchanged by --keep-fields: the names given that some record
         # held, or under '*' every top-level name but the --fields that some record held, sorted
