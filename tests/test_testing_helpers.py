@@ -264,7 +264,7 @@ class RaisesOnUnk(KaryResponse):
         (KeepsGenerator, r"PRIVACY.md 11 and 17: .*keeps state across calls"),
         (ReadsSelfEpsilon, r"PRIVACY.md 12 and 13: _sample's outputs changed with self.epsilon"),
         (EpsilonFixedWhenBuilt, r"PRIVACY.md 12 and 13: .*ignores its epsilon argument"),
-        (OneDrawPerCall, r"PRIVACY.md 11: 1000 copies of input 0 .*\(1 and \d+ distinct.*not fresh"),
+        (OneDrawPerCall, r"PRIVACY.md 11: 1000 copies of input 0 .*\(1 and \d+ distinct.*fresh"),
         (LawAtTwiceEpsilon, r"PRIVACY.md T2: distribution\(0\) disagrees with the sampler"),
         (WordByWord, r"PRIVACY.md 12: the record of a release of 8 tokens states"),
         (SharedNoiseThenCoin, r"PRIVACY.md 11: 1000 copies of input 0 .*not fresh per entry"),

@@ -135,7 +135,7 @@ EXAMPLES = """examples:
 
 Epsilon is per unit of the mechanism's distance: a larger epsilon keeps more words
 (Madlib at 10 on GloVe 50d keeps most names and rare words unchanged; about 3 meets
-the example target of docs/choosing-epsilon.md there). Choose it with `dxp calibrate` (docs/choosing-epsilon.md)."""
+the example target of docs/choosing-epsilon.md there). Choose it with `dxp calibrate`."""
 
 
 #: Shown under ``dxp --help``, ``dxp privatize --help`` and ``dxp calibrate --help`` (CLI
