@@ -55,7 +55,13 @@ def dominant_topics(model: LdaModel, corpus: list) -> list[int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epsilon", type=float, default=15.0)
+    parser.add_argument(
+        "--epsilon",
+        type=float,
+        default=15.0,
+        help="privacy per unit of embedding distance (default 15: most words kept, so the "
+        "topics stay readable; smaller is more private, e.g. 3-6)",
+    )
     parser.add_argument("--per-group", type=int, default=200, help="posts per newsgroup")
     parser.add_argument("--vocab-size", type=int, default=20_000, help="GloVe words kept")
     args = parser.parse_args()

@@ -40,7 +40,14 @@ def classifier_steps() -> list[tuple[str, object]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epsilons", type=float, nargs="+", default=[2.0, 5.0, 10.0, 25.0])
+    parser.add_argument(
+        "--epsilons",
+        type=float,
+        nargs="+",
+        default=[2.0, 5.0, 10.0, 25.0],
+        help="privacy per unit of embedding distance, one model each (larger keeps more "
+        "words; default 2 5 10 25)",
+    )
     parser.add_argument("--vocab-size", type=int, default=20_000, help="GloVe words kept")
     parser.add_argument(
         "--hnsw", action="store_true", help="approximate search: faster, a little less utility"
