@@ -25,6 +25,8 @@ class RefusesEnsembleSeeds:
     ``BaseEstimator``)."""
 
     def set_params(self, **params: Any) -> Any:
+        """scikit-learn's ``set_params``, refusing a ``random_state`` that an ensemble
+        (Bagging, AdaBoost) sets: the privatizer belongs before the ensemble."""
         if params.get("random_state") is not None and _set_by_an_ensemble():
             name = type(self).__name__
             raise ValueError(
