@@ -198,3 +198,17 @@ def test_the_report_names_the_mechanisms_settings(tmp_path, capsys):
     entry = json.loads(report.read_text())["mechanism"]
     assert entry == {"name": "picky", "settings": {"epsilon": 3.0, "oov": "unk"}}
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("name", "warned"), [("in.csv", True), ("IN.TSV", True), ("in.txt", False)]
+)
+def test_a_table_read_as_text_is_named(tmp_path, capsys, name, warned):
+    """Instructor review 29: a CSV given to `dxp privatize` had its header and every column
+    privatized as words, with no word said; JSON lines with --field are the way."""
+    source = tmp_path / name
+    source.write_text("id,text\n1,the hockey team\n")
+    assert cli_main(["privatize", str(source), "-e", "3", "--vocab-size", "1000"]) == 0
+    err = capsys.readouterr().err
+    assert ("a .csv/.tsv input is read as plain text" in err) is warned
+    assert "hockey" not in err and "id,text" not in err

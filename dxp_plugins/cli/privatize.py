@@ -13,12 +13,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from typing import IO, Any
 
-from ..errors import OOVError, TextTooLongError
+from ..errors import DxpWarning, OOVError, TextTooLongError
 from .process import CLIError, _hold_signals, _WarningPrinter
 from .records import (
     _census,
     _check_input,
     _Copied,
+    _is_jsonl,
     _is_null,
     _is_regular_file,
     _jsonl_options,
@@ -75,6 +76,7 @@ def _privatize(args: argparse.Namespace) -> int:
         _check_input(name)
     _check_targets(args)
     _jsonl_options(args)
+    _warn_tables(args)
     settings = _settings(args)
     kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:
@@ -289,6 +291,20 @@ def _held_too_long(label: str, records: int, field: str) -> CLIError:
         f"--field has held a word, at most {held} of output; give a regular file to have it "
         "read through first, or -o FILE"
     )
+
+
+def _warn_tables(args: argparse.Namespace) -> None:
+    """A CSV or TSV input read as plain text privatizes its header and every column of
+    each row as words, delimiters passed through (instructor review 29): say so."""
+    tables = (name for name in args.files if name.lower().endswith((".csv", ".tsv")))
+    if any(not _is_jsonl(name, args) for name in tables):
+        warnings.warn(
+            "a .csv/.tsv input is read as plain text, one document per line: its header "
+            "and every column are privatized as words. To privatize one column, convert the "
+            "rows to JSON lines and give --field, or use TextPrivatizer on that column",
+            DxpWarning,
+            stacklevel=1,
+        )
 
 
 def _machinery(args: argparse.Namespace, settings: Any) -> tuple[Any, Any, Any]:
