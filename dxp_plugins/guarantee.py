@@ -554,10 +554,11 @@ class Accountant:
     on its own and their total could exceed it.
 
     Spends add up only in one unit: a Madlib ε is per unit of Euclidean distance between
-    vectors, a BRR ε per flipped bit, an LPLP ε per document of L1 distance N. The first
-    release fixes ``unit``; a release in another unit is refused (ValueError), with or
-    without a cap, rather than summed into a meaningless total. Convert between metrics
-    with :func:`dxp_plugins.calibration.equivalent_epsilon` and keep one accountant each.
+    vectors, a BRR ε per bit in which two words' codes differ, an LPLP ε per document of L1
+    distance N. The first release fixes ``unit``; a release in another unit is refused
+    (ValueError), with or without a cap, rather than summed into a meaningless total.
+    Convert between metrics with :func:`dxp_plugins.calibration.equivalent_epsilon` and keep
+    one accountant each.
     """
 
     def __init__(self, cap: float | None = None) -> None:

@@ -2,10 +2,11 @@
 and the privacy ratio between metrics.
 
 Plausible deniability (Feyisetan et al., WSDM 2020, Section 4.1). For a word w and a
-mechanism M, ``N_w = Pr[M(w) = w]`` (Renyi min-entropy proxy ``H_inf ~ log(1 / N_w)``) and
-``S_w``, the size of the smallest output set holding at least ``1 - eta`` of the mass
-(Renyi-0 proxy ``H_0 ~ log S_w``). Small N_w and large S_w mean a released word plausibly
-came from many inputs; N_w grows and S_w shrinks as epsilon grows.
+mechanism M, ``N_w = Pr[M(w) = w]`` (Renyi min-entropy proxy ``H_inf ~ log(1 / N_w)``,
+exact when w is its own most likely output, as at large epsilon) and ``S_w``, the size of
+the smallest output set holding at least ``1 - eta`` of the mass (Renyi-0 proxy
+``H_0 ~ log S_w``). Both describe the outputs of one input word: small N_w and large S_w
+mean its releases are spread over many words; N_w grows and S_w shrinks as epsilon grows.
 
 Privacy ratio (BRR paper, Section 5 and Appendix A). Mechanisms in different metrics are
 compared through a statistic P_d of each metric over the vocabulary (the average pairwise

@@ -68,7 +68,9 @@ class PlausibleDeniability:
 
     @property
     def h_inf(self) -> np.ndarray:
-        """Renyi min-entropy proxy ``log(1 / N_w)`` in nats (inf where N_w = 0)."""
+        """Renyi min-entropy proxy ``log(1 / N_w)`` in nats (inf where N_w = 0); the
+        min-entropy itself where w is its own most likely output (large epsilon), an
+        overstatement of it otherwise."""
         with np.errstate(divide="ignore"):
             return np.asarray(-np.log(self.n_w))
 

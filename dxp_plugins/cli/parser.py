@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         action=_Once,
         type=float,
         required=True,
-        help="privacy parameter per unit of the mechanism's metric, per token",
+        help="privacy parameter per unit of the mechanism's metric, per token (Madlib, TEM: "
+        "per unit of embedding distance; BRR: per bit in which two words' codes differ)",
     )
     _add_mechanism_options(priv)
     priv.add_argument(

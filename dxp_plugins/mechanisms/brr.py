@@ -174,7 +174,8 @@ class BRR(Mechanism):
 
     @functools.cached_property
     def ledger_unit(self) -> str:
-        """Epsilon per flipped bit of these codes (accountants add only equal units)."""
+        """Epsilon per bit of Hamming distance between two words' codes (accountants add only
+        equal units)."""
         return f"bit of Hamming distance between codes {self.codes.fingerprint[:16]}"
 
     def guarantee(self, tokens_privatized: int, tokens_passed_through: int = 0) -> Guarantee:
