@@ -551,7 +551,9 @@ class Accountant:
     warns (:class:`~dxp_plugins.PrivacyWarning`) that the original's total leaves them out,
     unless the library made the ledger as a default nobody passed in; a copy *with* a cap
     refuses every charge (fails closed), because each copy would otherwise enforce the cap
-    on its own and their total could exceed it.
+    on its own and their total could exceed it. ``refuse_copies=True`` makes the copies of an
+    uncapped ledger refuse too: every release is then made, and counted, where the ledger
+    lives (a process-based ``n_jobs`` fails instead of charging copies nobody reads).
 
     Spends add up only in one unit: a Madlib ε is per unit of Euclidean distance between
     vectors, a BRR ε per bit in which two words' codes differ, an LPLP ε per document of L1
@@ -561,10 +563,13 @@ class Accountant:
     one accountant each.
     """
 
-    def __init__(self, cap: float | None = None) -> None:
+    def __init__(self, cap: float | None = None, *, refuse_copies: bool = False) -> None:
         self._lock = fork_safe_lock(self)
         self._cap: float | None = None
         self.cap = cap
+        if not isinstance(refuse_copies, bool):
+            raise TypeError(f"refuse_copies must be True or False, got {refuse_copies!r}")
+        self._refuse_copies = refuse_copies
         self._is_copy = False
         self._owner = this_process()
         # The sum of the charges, compensated (Neumaier): a plain float total lost any
@@ -603,6 +608,16 @@ class Accountant:
             raise ValueError("cap must be a finite number >= 0 or None")
         with self._lock:
             self._cap = None if value is None else float(value)
+
+    @property
+    def refuse_copies(self) -> bool:
+        """Whether a copy (pickled, forked) refuses every charge even without a cap (a
+        capped ledger's copies always do)."""
+        return self._refuse_copies
+
+    def _copies_refuse(self) -> bool:
+        """Whether this object is a copy that must refuse charges."""
+        return (self._cap is not None or self._refuse_copies) and self.is_copy
 
     @property
     def spent(self) -> float:
@@ -658,8 +673,8 @@ class Accountant:
                 "this release, but the ledger it was copied from never sees it, so that "
                 "total leaves it out. Combine the releases' guarantees where that ledger "
                 "lives (Guarantee.combine), release in one process or with threads, "
-                "continue a saved ledger with Accountant.resume, or give the ledger a cap "
-                "(a copy of a capped ledger refuses every release)",
+                "continue a saved ledger with Accountant.resume, or make copies refuse: "
+                "Accountant(refuse_copies=True), or a cap",
                 PrivacyWarning,
             )
             # Marked once warned: a warning made an error (warnings.filterwarnings) stopped
@@ -692,9 +707,10 @@ class Accountant:
         """Raise if ``spend`` in ``unit`` may not be charged (called holding the lock)."""
         if not _is_amount(spend):
             raise ValueError("spend must be a finite number >= 0")
-        if self.cap is not None and self.is_copy:
+        if self._copies_refuse():
+            held = "refuse_copies=True" if self.cap is None else f"cap {number(self.cap)}"
             raise BudgetExceededError(
-                f"this Accountant (cap {number(self.cap)}) is a copy in another process or made by "
+                f"this Accountant ({held}) is a copy in another process or made by "
                 "pickling (a forked or spawned worker, a loaded object): its cap cannot hold "
                 "together with the original's. Release in one process (n_jobs=1, "
                 "n_process=1, num_proc=None or a thread backend). Workers that each carry "
@@ -715,13 +731,15 @@ class Accountant:
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger as a JSON-ready dict (``spent``, ``tokens_privatized``, ``releases``,
-        ``words_released_raw``, ``unit``, ``cap``), for :meth:`resume` in a later session.
-        A copy with a cap (pickled, forked) refuses (BudgetExceededError), as it refuses
-        charges: resumed, it would hold the cap apart from the original. Save the original."""
+        ``words_released_raw``, ``unit``, ``cap``, ``refuse_copies``), for :meth:`resume` in
+        a later session. A copy that refuses charges (with a cap, or ``refuse_copies``;
+        pickled, forked) refuses (BudgetExceededError): resumed, it would count apart from
+        the original. Save the original."""
         with self._lock:
-            if self._cap is not None and self.is_copy:
+            if self._copies_refuse():
                 raise BudgetExceededError(
-                    "this Accountant is a copy with a cap (pickled, or in another process): "
+                    "this Accountant is a copy that refuses charges (pickled, or in another "
+                    "process; a cap or refuse_copies=True): "
                     "only the original ledger can be saved for resume"
                 )
             return {
@@ -731,6 +749,7 @@ class Accountant:
                 "words_released_raw": self._words_released_raw,
                 "unit": self._unit,
                 "cap": self._cap,
+                "refuse_copies": self._refuse_copies,
             }
 
     @classmethod
@@ -743,9 +762,13 @@ class Accountant:
         if not isinstance(record, Mapping):
             raise TypeError(f"an accountant record must be a dict, got {type(record).__name__}")
         keys = {"spent", "tokens_privatized", "releases", "words_released_raw", "unit", "cap"}
-        if set(record) != keys:
-            wrong = sorted(map(str, set(record) ^ keys))
-            raise ValueError(f"an accountant record has exactly {sorted(keys)}; not {wrong}")
+        optional = {"refuse_copies"}  # records saved before it were written without it
+        if not keys <= set(record) <= keys | optional:
+            wrong = sorted(map(str, (set(record) ^ keys) - optional))
+            raise ValueError(
+                f"an accountant record has exactly {sorted(keys)} (and may have "
+                f"{sorted(optional)}); not {wrong}"
+            )
         spent, unit = record["spent"], record["unit"]
         if not _is_amount(spent):
             raise ValueError(f"spent must be a finite number >= 0, got {spent!r}")
@@ -757,7 +780,7 @@ class Accountant:
             raise TypeError(f"unit must be a str or None, got {type(unit).__name__}")
         if record["releases"] == 0 and (unit is not None or spent or record["tokens_privatized"]):
             raise ValueError("a ledger without releases has no unit, spend or tokens")
-        ledger = cls(cap=record["cap"])
+        ledger = cls(cap=record["cap"], refuse_copies=record.get("refuse_copies", False))
         ledger._spent = float(spent)
         ledger._tokens_privatized = int(record["tokens_privatized"])
         ledger._releases = int(record["releases"])
@@ -784,6 +807,7 @@ class Accountant:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = {
+            "_refuse_copies": False,  # pickled before the option
             "_unit": None,
             "_owner": (-1, -1),
             "_words_released_raw": 0,
@@ -802,7 +826,9 @@ class Accountant:
 
     def __repr__(self) -> str:
         cap = "no cap" if self.cap is None else f"cap={number(self.cap)}"
-        if self.cap is not None and self.is_copy:
+        if self._refuse_copies:
+            cap += ", refuse_copies=True"
+        if self._copies_refuse():
             cap += ", a copy: refuses charges"
         raw = self.words_released_raw
         raw_words = f", {counted(raw, 'word')} released raw" if raw else ""

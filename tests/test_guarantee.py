@@ -195,6 +195,48 @@ def test_a_pickled_copy_of_a_capped_ledger_fails_closed(glove_5k):
     assert uncapped.spent == 2.0
 
 
+def test_refuse_copies_makes_an_uncapped_ledgers_copies_fail_closed(glove_5k):
+    """sklearn review 29 F2: with process workers (n_jobs) an uncapped ledger's copies
+    recorded releases the original never saw, and the copy's warning stayed in the
+    worker; a cap was the only way to make copies refuse. ``refuse_copies=True`` does it
+    without one; the original charges as before, and a resumed ledger keeps the option."""
+    import concurrent.futures
+    import json
+    import multiprocessing
+
+    ledger = Accountant(refuse_copies=True)
+    madlib = dxp.Madlib(glove_5k, 1.0, accountant=ledger)
+    madlib.privatize_ids(np.arange(3))
+    assert (ledger.spent, ledger.refuse_copies) == (3.0, True)
+    copy_ = pickle.loads(pickle.dumps(madlib))
+    with pytest.raises(dxp.BudgetExceededError, match=r"refuse_copies=True\) is a copy"):
+        copy_.privatize_ids(np.arange(2))
+    assert "a copy: refuses charges" in repr(copy_.accountant)
+    with pytest.raises(dxp.BudgetExceededError, match="copy that refuses charges"):
+        copy_.accountant.to_dict()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        refused = pool.submit(_release_in_a_worker, madlib).result(timeout=300)
+    assert refused == "BudgetExceededError" and ledger.releases == 1
+    resumed = Accountant.resume(json.loads(json.dumps(ledger.to_dict())))
+    assert resumed.refuse_copies and resumed.spent == 3.0 and not resumed.is_copy
+    old = {k: v for k, v in ledger.to_dict().items() if k != "refuse_copies"}
+    assert not Accountant.resume(old).refuse_copies  # a record saved before the option
+    with pytest.raises(TypeError, match="refuse_copies must be True or False"):
+        Accountant(refuse_copies=1)
+    uncapped = pickle.loads(pickle.dumps(Accountant()))
+    with pytest.warns(dxp.PrivacyWarning):
+        uncapped.charge(1.0, 1)  # without the option, as before: recorded and warned
+
+
+def _release_in_a_worker(madlib):
+    try:
+        madlib.privatize_ids(np.arange(2))
+    except dxp.BudgetExceededError as error:
+        return type(error).__name__
+    return "released"
+
+
 def test_a_copy_warning_made_an_error_stops_every_release_of_that_copy():
     """sklearn review 29 F2: with PrivacyWarning made an error (which scikit-learn passes
     on to its workers), the first release of a copy raised, and the copy was marked as
@@ -204,7 +246,7 @@ def test_a_copy_warning_made_an_error_stops_every_release_of_that_copy():
     with warnings.catch_warnings():
         warnings.simplefilter("error", dxp.PrivacyWarning)
         for _ in range(2):
-            with pytest.raises(dxp.PrivacyWarning, match="give the ledger a cap"):
+            with pytest.raises(dxp.PrivacyWarning, match=r"refuse_copies=True\), or a cap"):
                 copy_.charge(1.0, 1)
     with pytest.warns(dxp.PrivacyWarning):
         copy_.charge(1.0, 1)
@@ -594,6 +636,7 @@ def test_an_accountant_is_saved_and_resumed(glove_5k):
         "words_released_raw": 0,
         "unit": ledger.unit,
         "cap": 10.0,
+        "refuse_copies": False,
     }
     resumed = Accountant.resume(saved)
     assert not resumed.is_copy and resumed.remaining == 4.0 and resumed.unit == ledger.unit
