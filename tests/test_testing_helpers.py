@@ -253,6 +253,33 @@ class RaisesOnUnk(KaryResponse):
         return super()._sample(ids, rng, epsilon)
 
 
+class InvalidDefault(OptionWithoutDefault):
+    """Its option's default is one its own check refuses: every door refused the plugin."""
+
+    name = "invalid-default-test"
+
+    @classmethod
+    def check_options(cls, *, t=2.0, **_):
+        if not 0 <= t <= 1:
+            raise ValueError("t must lie in [0, 1]")
+
+
+class ChargesThenRefuses(KaryResponse):
+    """Releases the words it knows, then refuses the unknown one under oov="raise": the
+    ledger was charged for a release the caller was told did not happen."""
+
+    name = "charges-then-refuses-test"
+
+    def privatize(self, tokens):
+        if self.oov != "raise":
+            return super().privatize(tokens)
+        known = [token for token in tokens if token in self.embeddings]
+        words = super().privatize(known)
+        if len(known) < len(tokens):
+            raise dxp.OOVError("out of vocabulary")
+        return words
+
+
 @pytest.mark.parametrize(
     ("plugin", "message"),
     [
@@ -273,6 +300,11 @@ class RaisesOnUnk(KaryResponse):
         (OwnLookup, r"PRIVACY.md 20: under oov='raise' an out-of-vocabulary token was privat"),
         (UnknownReleasedRaw, r"PRIVACY.md 20: an out-of-vocabulary token came out raw"),
         (RaisesOnUnk, r"docs/plugins.md \(_sample\): it raised IndexError on ids holding"),
+        (
+            InvalidDefault,
+            r"docs/plugins.md \(Constructor\): check_options\(\*\*\{\}\) raised ValueError: t must",
+        ),
+        (ChargesThenRefuses, r"PRIVACY.md 20: under oov='raise' .* refused after a charge"),
     ],
 )
 def test_a_broken_plugin_fails_naming_its_rule(plugin, message):
@@ -298,3 +330,17 @@ def test_what_the_law_check_cannot_see():
             return super().distribution(word, 1.2 * self.epsilon)
 
     assert "distribution" in check_mechanism(LawAtSlightlyMore)
+
+
+def test_a_sampler_broken_for_every_id_is_not_blamed_on_the_unk_id():
+    """Diff review 29 F4: every exception in _sample was explained as the UNK id's (the
+    checked ids always hold -1): a plugin failing on all ids was told to use _points."""
+
+    class Broken(KaryResponse):
+        name = "broken-test"
+
+        def _sample(self, ids, rng, epsilon):
+            return self.lookup_table[ids]
+
+    with pytest.raises(AttributeError, match="lookup_table"):
+        check_mechanism(Broken)
