@@ -193,10 +193,15 @@ def test_the_report_names_the_mechanisms_settings(tmp_path, capsys):
     assert cli_main([*args, "--mechanism", "tem", "--beta", "0.01"]) == 0
     entry = json.loads(report.read_text())["mechanism"]
     assert entry["name"] == "tem" and entry["settings"]["beta"] == 0.01
+    assert entry["params"] == {"beta": 0.01}
     code = ["--code", str(module), "--mechanism", "picky", "--param", "t=0.25"]
     assert cli_main([*args, *code]) == 0
     entry = json.loads(report.read_text())["mechanism"]
-    assert entry == {"name": "picky", "settings": {"epsilon": 3.0, "oov": "unk"}}
+    assert entry == {  # diff review 29: the plugin's option was missing (not in _settings)
+        "name": "picky",
+        "params": {"t": 0.25},
+        "settings": {"epsilon": 3.0, "oov": "unk"},
+    }
     capsys.readouterr()
 
 

@@ -120,8 +120,17 @@ def _privatize(args: argparse.Namespace) -> int:
         # As given; the table's real size and fingerprint are in the guarantee.
         embeddings={"name": args.embeddings, "params": dict(args.embeddings_param)},
         # JSON-ready before anything is released (a plugin's setting may be any object).
+        # The options as given (--param and the built-in flags), then what the mechanism
+        # holds: a plugin that shows no options in its _settings still has them recorded.
         mechanism=json.loads(
-            json.dumps({"name": args.mechanism, "settings": mechanism._settings()}, default=repr)
+            json.dumps(
+                {
+                    "name": args.mechanism,
+                    "params": dict(settings.mechanism_params),
+                    "settings": mechanism._settings(),
+                },
+                default=repr,
+            )
         ),
         unit=args.unit,
     )

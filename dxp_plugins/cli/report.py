@@ -44,8 +44,8 @@ class _Released:
     # The embeddings as given (name, --embeddings-param): the guarantee names the table by
     # fingerprint and size; these say where it came from (BYOE review F10).
     embeddings: dict[str, Any] = field(default_factory=dict)
-    # The mechanism's name and settings (a TEM's beta, a plugin's options): the guarantee
-    # names only the mechanism and its epsilon (plugin review 29 F7).
+    # The mechanism's name, options as given and settings (a TEM's beta, a plugin's
+    # options): the guarantee names only the mechanism and its epsilon (plugin review 29 F7).
     mechanism: dict[str, Any] = field(default_factory=dict)
     # For an audit trail (compliance review F7): what one document was, and a hash of the
     # bytes that reached the output (the released text, never the input).
