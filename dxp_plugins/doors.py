@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 from ._random import RandomSource, check_seed
 from ._validation import check_choice, check_epsilon, check_int
 from .embeddings.shared import load_embeddings_setting
-from .errors import DxpError
 
 if TYPE_CHECKING:
     from .embeddings.table import EmbeddingTable
@@ -460,15 +459,14 @@ def _check_option_values(factory: Any, options: dict[str, Any]) -> None:
     """``factory.check_options(**options)``: values checked before any table is loaded. A
     plugin's refusal is raised again from here, as the library's own: it sees settings,
     never input, so the CLI shows its message (it withheld a plugin's ``t must be in [0,
-    1]`` as "unexpected ValueError": plugin review 29 F3)."""
+    1]`` as "unexpected ValueError": plugin review 29 F3). Only a plain TypeError or
+    ValueError: a subclass (a library error, a UnicodeError) keeps its type and handling."""
     try:
         factory.check_options(**options)
-    except DxpError:
-        raise
-    except TypeError as error:
-        raise TypeError(str(error)) from error
-    except ValueError as error:
-        raise ValueError(str(error)) from error
+    except (TypeError, ValueError) as error:
+        if type(error) not in (TypeError, ValueError):  # a DxpError, a UnicodeError: as is
+            raise
+        raise type(error)(str(error)) from error
 
 
 def _check_option_names(factory: Any, params: Mapping[str, Any], setting: str, skip: int) -> None:

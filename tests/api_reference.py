@@ -164,8 +164,8 @@ def render() -> str:
     public = {
         value
         for path, _ in MODULES
-        for value in vars(importlib.import_module(path)).values()
-        if inspect.isclass(value) and value.__module__.startswith("dxp_plugins")
+        for name in importlib.import_module(path).__all__
+        if inspect.isclass(value := getattr(importlib.import_module(path), name))
     }
     for path, blurb in MODULES:
         module = importlib.import_module(path)

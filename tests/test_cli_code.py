@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import dxp_plugins as dxp
 from dxp_plugins.cli import main as cli_main
 from dxp_plugins.cli.code import MODULE
 from tests.door_fixtures import own_registrations_undone
@@ -217,3 +218,34 @@ def test_a_table_read_as_text_is_named(tmp_path, capsys, name, warned):
     err = capsys.readouterr().err
     assert ("a .csv/.tsv input is read as plain text" in err) is warned
     assert "hockey" not in err and "id,text" not in err
+
+
+@pytest.mark.parametrize(
+    ("raised", "shown"),
+    [
+        ("TypeError('t must be a number, got str')", "dxp: error: t must be a number, got str"),
+        ("UnicodeError('t holds \\u00e9')", "dxp: error: unexpected UnicodeError"),
+    ],
+)
+def test_a_plugins_refusal_keeps_its_type(tmp_path, capsys, raised, shown):
+    """Diff review 29 F6: a plain TypeError or ValueError of check_options is shown as the
+    library's own; a subclass (here a UnicodeError) keeps its type and the CLI's handling."""
+    code = PICKY_CODE.replace(
+        'raise ValueError(f"t must be a number in [0, 1], got {t}")', f"raise {raised}"
+    )
+    source, module = _files(tmp_path, code)
+    args = ["privatize", str(source), "-e", "3", "--vocab-size", "1000", "--code", str(module)]
+    assert cli_main([*args, "--mechanism", "picky", "--param", "t=2"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1].startswith(shown)
+
+
+def test_a_library_error_of_check_options_is_raised_as_itself(monkeypatch):
+    from dxp_plugins.doors import _check_option_values
+
+    class Refuses:
+        @classmethod
+        def check_options(cls, **options):
+            raise dxp.PluginLoadError("the table this option names is not installed", KeyError())
+
+    with pytest.raises(dxp.PluginLoadError, match="not installed"):
+        _check_option_values(Refuses, {"t": 1})

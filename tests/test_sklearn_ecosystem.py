@@ -45,6 +45,10 @@ def test_the_seeder_every_ensemble_calls_is_refused(glove_5k):
     with pytest.raises(ValueError, match="seeds every random_state of its estimators"):
         _set_random_states(steps, 0)
     assert steps[0].random_state is None
+    alone = LPLPTransformer(epsilon=1.0)  # seeded directly, not through a Pipeline
+    with pytest.raises(ValueError, match="seeds every random_state of its estimators"):
+        _set_random_states(alone, 0)
+    assert alone.random_state is None
 
 
 def test_lplp_refuses_an_ensembles_seed_too():
@@ -83,6 +87,7 @@ def test_a_seed_set_by_hand_is_still_a_seed(glove_5k):
         ({"a": "the hockey team"}, "not a dict"),
         ({"the hockey team", "a storm"}, "not a set"),
         (frozenset({"the hockey team"}), "not a frozenset"),
+        ({"the hockey team": 1}.keys(), "not a dict_keys"),
         (sp.csr_matrix(np.ones((3, 1))), "sparse matrix"),
         (sp.csr_array(np.ones((3, 4))), "sparse matrix"),
     ],

@@ -208,6 +208,8 @@ def test_words_with_punctuation_glued_on_are_named(glove_5k):
     with warnings.catch_warnings():
         warnings.simplefilter("error", dxp.DxpWarning)
         mech.privatize(["the", "u.s.", "'s", "!", "qzx!", "--", "team"])
+        # Tokens of their own (diff review 29): hashtags, handles, numbers, emoticons.
+        mech.privatize(["#hockey", "@team", "$5", "-1", "+1", "5%", "#1", "<3", ":p", "o'"])
         mech.privatize_batch([["won!"]])  # the doors' method: their tokenizer split it
         privatize_text("the team won!", mech)
 

@@ -403,7 +403,8 @@ def _documents(X: Any) -> Iterable[Any]:
     if isinstance(X, Mapping | AbstractSet):  # a dict iterates its keys; a set, no order
         raise TypeError(
             f"X must be a sequence of texts, not a {type(X).__name__} (a dict would give its "
-            "keys, a set its texts in no fixed order): e.g. list(texts.values())"
+            "keys, a set or a keys view its texts in no fixed order): give a list of the "
+            "texts in the order the labels follow"
         )
     if sp.issparse(X):
         raise TypeError(

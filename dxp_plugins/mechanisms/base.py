@@ -397,10 +397,20 @@ class Mechanism(ABC):
             )
         # "won!" from text.split(): out of the vocabulary although "won" is in it, so it
         # was privatized as an unknown word (instructor review 29 F7).
-        glued = [t for t in flat if len(t) > 1 and (t[0] in _GLUED or t[-1] in _GLUED)]
+        # Only a word of two letters or more, not behind "#" or "@": "#hockey", "-1",
+        # "5%", ":p" are tokens of their own (diff review 29).
+        glued = [
+            (token, stem)
+            for token in flat
+            if len(token) > 2
+            and (token[0] in _GLUED or token[-1] in _GLUED)
+            and token[0] not in "#@"
+            and len(stem := token.strip(_GLUED)) > 1
+            and stem.isalpha()
+        ]
         if glued:
-            rows = self.embeddings._rows(glued)
-            bare = self.embeddings._rows([t.strip(_GLUED) for t in glued])
+            rows = self.embeddings._rows([token for token, _ in glued])
+            bare = self.embeddings._rows([stem for _, stem in glued])
             if ((rows == OOV_ID) & (bare != OOV_ID)).any():
                 warn(
                     "a token is a known word with punctuation attached (text split on "
