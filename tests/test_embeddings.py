@@ -197,6 +197,18 @@ def test_pickle_round_trip_drops_derived_caches(glove_5k):
     assert not clone.vectors.flags.writeable
 
 
+def test_a_table_pickles_alike_before_and_after_use():
+    """Review 29 (sklearn): Pipeline(memory=...) hashes a step's parameters by pickling
+    them; a table pickled without its lazily computed fingerprint before a release and
+    with it after, so a table object never hit the cache within one process (a name did)."""
+    import joblib
+
+    table = dxp.load_embeddings("glove-6b-50d", vocab_size=1000)
+    before, hashed = pickle.dumps(table), joblib.hash(table)
+    dxp.Madlib(table, epsilon=5).privatize(["hockey"])  # fingerprint, lookup dict, index
+    assert pickle.dumps(table) == before and joblib.hash(table) == hashed
+
+
 def test_glove_loader_keeps_the_most_frequent_words():
     table = dxp.load_embeddings("glove-6b-50d", vocab_size=1000)
     assert len(table) == 1000 and table.dim == 50

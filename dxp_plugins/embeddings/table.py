@@ -158,10 +158,13 @@ class EmbeddingTable:
         return self._fingerprint
 
     def __getstate__(self) -> dict[str, Any]:
-        # Derived structures (faiss indexes, lookup dict) are rebuilt on demand.
+        # Derived structures (faiss indexes, lookup dict) are rebuilt on demand. The
+        # fingerprint, computed lazily, is always in: the same table pickles to the same
+        # bytes whatever was computed on it (joblib's Memory hashed a used table otherwise).
         state = self.__dict__.copy()
         state["cache"] = {}
         state["_key_to_id"] = None
+        state["_fingerprint"] = self.fingerprint
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
