@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -15,17 +16,29 @@ STALE_PARTIAL_SECONDS = 3600.0
 
 
 def cache_path(*parts: str) -> Path:
-    """``$DXP_CACHE``, else ``$XDG_CACHE_HOME/dxp_plugins``, else ``~/.cache/dxp_plugins``
-    (joined with ``parts``; not created)."""
-    root = os.environ.get("DXP_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dxp_plugins"
+    """``$DXP_CACHE``, else ``$XDG_CACHE_HOME/dxp_plugins`` (an absolute one: the XDG spec
+    ignores a relative value), else ``~/.cache/dxp_plugins`` (joined with ``parts``; not
+    created)."""
+    return Path(_root(), *parts)
+
+
+def _root() -> str:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and not os.path.isabs(xdg):
+        xdg = None
+    return os.environ.get("DXP_CACHE") or os.path.join(
+        xdg or os.path.expanduser("~/.cache"), "dxp_plugins"
     )
-    return Path(root, *parts)
 
 
 def cache_dir(*parts: str) -> Path:
-    """:func:`cache_path`, created on demand (OSError when it cannot be)."""
+    """:func:`cache_path`, created on demand (OSError when it cannot be). Without
+    ``$DXP_CACHE``, a root that is not absolute (no home folder: ``HOME`` unset under a
+    user id with no passwd entry left ``~`` unexpanded) is refused rather than created in
+    the working directory (locked-down review 29 F3)."""
     path = cache_path(*parts)
+    if not os.environ.get("DXP_CACHE") and not os.path.isabs(_root()):
+        raise OSError(errno.ENOENT, "no home folder to hold it (HOME unset?): set DXP_CACHE")
     path.mkdir(mode=0o755, parents=True, exist_ok=True)
     return path
 
@@ -38,23 +51,67 @@ def owned(info: os.stat_result) -> bool:
 
 
 def trusted(path: Path) -> bool:
-    """Whether a cache folder or file is this user's and no one else can write it. What the
-    cache holds decides outputs (a GloVe table is the mechanism's metric; an index picks the
-    nearest word), so one that another user wrote or could rewrite is not used (security
-    review F1, F4). Group or other write permission on this user's own entry (a umask of
-    002) is removed, not refused."""
+    """Whether a cache folder or file, and every folder between it and the cache root, is
+    this user's (or root's) and no one else can write it. What the cache holds decides
+    outputs (a GloVe table is the mechanism's metric; an index picks the nearest word), so
+    one that another user wrote or could rewrite is not used (security review F1, F4).
+
+    Below the root nothing may be a symbolic link (in a shared ``DXP_CACHE`` another user
+    linked a cache folder to one of this user's own folders, which the cache then wrote
+    into: locked-down review 29 F2); the root may be a link, and a world-writable root
+    must be sticky (``/tmp``-like). A file others can write is refused, not narrowed: its
+    content may have been rewritten (F1; the cache writes its files 0644 whatever the
+    umask). This user's own folder that others can write (a umask of 002) is narrowed."""
+    root = cache_path()
     try:
-        info = os.stat(path)
+        below = path.relative_to(root).parts
+    except ValueError:
+        return _trusted_entry(path, follow=True, narrow=True)
+    if not _trusted_entry(root, follow=True, narrow=True, sticky_ok=True):
+        return False
+    return all(
+        _trusted_entry(root.joinpath(*below[: depth + 1]), follow=False, narrow=True)
+        for depth in range(len(below))
+    )
+
+
+def _trusted_entry(path: Path, *, follow: bool, narrow: bool, sticky_ok: bool = False) -> bool:
+    """One entry of :func:`trusted`."""
+    try:
+        info = os.stat(path) if follow else os.lstat(path)
     except OSError:
         return False
-    if not owned(info):
+    if stat.S_ISLNK(info.st_mode):
         return False
-    if info.st_mode & 0o022 and hasattr(os, "geteuid"):
-        try:
-            os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o022)
-        except OSError:
-            return False
+    if not (owned(info) or (hasattr(os, "geteuid") and info.st_uid == 0)):
+        return False  # root's entries are trusted (a cache built into an image: F5)
+    if not info.st_mode & 0o022 or not hasattr(os, "geteuid"):
+        return True
+    if not stat.S_ISDIR(info.st_mode):
+        return False  # a file others could rewrite: not used, rewritten by the caller
+    if sticky_ok and info.st_mode & stat.S_ISVTX:
+        return True  # a shared root like /tmp: what is below is checked one by one
+    if not (narrow and owned(info)):
+        return False
+    try:
+        os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o022)
+    except OSError:
+        return False
     return True
+
+
+def write_private(path: Path) -> int:
+    """A new file ``path`` opened for writing with mode 0644 whatever the umask (0666 under
+    umask 000 let any user rewrite the cache: locked-down review 29 F1); the caller closes
+    the descriptor it returns. It fails if ``path`` exists."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(descriptor, 0o644)
+    except OSError:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def partial_path(path: Path) -> Path:

