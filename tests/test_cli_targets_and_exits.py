@@ -346,3 +346,28 @@ def test_ctrl_c_ends_after_the_interpreter_shut_down_whole(tmp_path):
     _, err = process.communicate(timeout=60)
     assert (process.returncode, err.decode()) == (-signal.SIGINT, "dxp: interrupted\n")
     assert log.read_text() == "run started\n" and not target.exists()
+
+
+def test_a_writable_file_in_a_folder_that_is_not_says_why(tmp_path, capsys, monkeypatch):
+    """Locked-down review 29 F4: an existing, writable -o file in a read-only folder (a
+    single-file mount) was refused as "cannot write out.txt: Permission denied", though the
+    file itself was writable: the new file beside it is what failed. Faked (root ignores
+    permissions): the creation of that file is refused as a read-only folder refuses it."""
+    import errno
+
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("the hockey team\n")
+    target.write_text("earlier\n")
+    real_open = os.open
+
+    def read_only_folder(path, flags, *args, **kwargs):
+        if str(path).startswith(str(tmp_path / ".out.txt.")) and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only_folder)
+    code, out, err = run(["privatize", source, "-e", 5, "-o", target, *FAST], capsys)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"dxp: error: cannot write {target}: Permission denied (it is replaced")
+    assert f"in {tmp_path}, which cannot be created there" in err and "> FILE" in err
+    assert target.read_text() == "earlier\n"

@@ -199,7 +199,16 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
     try:  # readable by this user only while it fills (a killed run may leave it behind)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _EXTRA_FLAGS, 0o600)
     except OSError as error:
-        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+        # A writable file in a folder that is not (a single-file mount, a read-only root)
+        # said only "Permission denied" (locked-down review 29 F4).
+        beside = (
+            f" (it is replaced at the end through a new file beside it, in {path.parent}, "
+            "which cannot be created there: write to a writable folder, or redirect the "
+            "output: > FILE)"
+            if info is not None
+            else ""
+        )
+        raise CLIError(f"cannot write {target}: {error.strerror}{beside}") from None
     try:
         with os.fdopen(fd, "wb") as stream:
             yield stream, True
