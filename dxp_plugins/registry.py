@@ -310,6 +310,8 @@ def describe(registry: catalogue.Registry) -> dict[str, str]:
             continue
         doc = (getattr(entry, "__doc__", None) or "").strip()
         line = " ".join(doc.split("\n\n")[0].split())  # the summary, however many lines
+        if not line and sys.flags.optimize >= 2:  # python -OO strips docstrings (review 29)
+            line = "(description stripped by python -OO: run without it to read it)"
         if len(listed) > 1:
             ignored = "; ".join(d.describe() for d in listed[1:])
             line = f"{line} [duplicate name: also declared by {ignored}; the built-in is used]"

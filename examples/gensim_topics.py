@@ -54,7 +54,7 @@ def dominant_topics(model: LdaModel, corpus: list) -> list[int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
         "--epsilon",
         type=float,

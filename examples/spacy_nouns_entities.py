@@ -24,7 +24,7 @@ from dxp_plugins.datasets import load_lee_background
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
+        description=(__doc__ or "").split("\n\n")[0],  # None under python -OO
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(

@@ -249,3 +249,24 @@ def test_a_library_error_of_check_options_is_raised_as_itself(monkeypatch):
 
     with pytest.raises(dxp.PluginLoadError, match="not installed"):
         _check_option_values(Refuses, {"t": 1})
+
+
+def test_under_python_OO_the_lists_say_their_descriptions_were_stripped():
+    """Locked-down review 29 F6: `python -OO` strips docstrings, and `dxp masks list` printed
+    empty descriptions (the identifiers mask's says what it does not hide); the examples'
+    --help crashed on `__doc__.split`."""
+    from pathlib import Path
+
+    listed = subprocess.run(
+        [sys.executable, "-OO", "-m", "dxp_plugins", "masks", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "identifiers" in listed.stdout and "stripped by python -OO" in listed.stdout
+    example = Path(__file__).resolve().parents[1] / "examples" / "spacy_nouns_entities.py"
+    helped = subprocess.run(
+        [sys.executable, "-OO", str(example), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert helped.returncode == 0 and "--epsilon" in helped.stdout, helped.stderr
