@@ -32,8 +32,9 @@ def _root() -> str:
 
 
 def cache_dir(*parts: str) -> Path:
-    """:func:`cache_path`, created on demand (OSError when it cannot be). Without
-    ``$DXP_CACHE``, a root that is not absolute (no home folder: ``HOME`` unset under a
+    """:func:`cache_path`, created on demand (OSError when it cannot be).
+
+    Without ``$DXP_CACHE``, a root that is not absolute (no home folder: ``HOME`` unset under a
     user id with no passwd entry left ``~`` unexpanded) is refused rather than created in
     the working directory (locked-down review 29 F3)."""
     path = cache_path(*parts)
