@@ -38,7 +38,7 @@ def cache_dir(*parts: str) -> Path:
     user id with no passwd entry left ``~`` unexpanded) is refused rather than created in
     the working directory (locked-down review 29 F3)."""
     path = cache_path(*parts)
-    if not os.environ.get("DXP_CACHE") and not os.path.isabs(_root()):
+    if not os.environ.get("DXP_CACHE") and not path.is_absolute():
         raise OSError(errno.ENOENT, "no home folder to hold it (HOME unset?): set DXP_CACHE")
     path.mkdir(mode=0o755, parents=True, exist_ok=True)
     return path
@@ -67,16 +67,16 @@ def trusted(path: Path) -> bool:
     try:
         below = path.relative_to(root).parts
     except ValueError:
-        return _trusted_entry(path, follow=True, narrow=True)
-    if not _trusted_entry(root, follow=True, narrow=True, sticky_ok=True):
+        return _trusted_entry(path, follow=True)
+    if not _trusted_entry(root, follow=True, sticky_ok=True):
         return False
     return all(
-        _trusted_entry(root.joinpath(*below[: depth + 1]), follow=False, narrow=True)
+        _trusted_entry(root.joinpath(*below[: depth + 1]), follow=False)
         for depth in range(len(below))
     )
 
 
-def _trusted_entry(path: Path, *, follow: bool, narrow: bool, sticky_ok: bool = False) -> bool:
+def _trusted_entry(path: Path, *, follow: bool, sticky_ok: bool = False) -> bool:
     """One entry of :func:`trusted`."""
     try:
         info = os.stat(path) if follow else os.lstat(path)
@@ -92,8 +92,8 @@ def _trusted_entry(path: Path, *, follow: bool, narrow: bool, sticky_ok: bool = 
         return False  # a file others could rewrite: not used, rewritten by the caller
     if sticky_ok and info.st_mode & stat.S_ISVTX:
         return True  # a shared root like /tmp: what is below is checked one by one
-    if not (narrow and owned(info)):
-        return False
+    if not owned(info):
+        return False  # root's folder that others can write: not narrowed for it
     try:
         os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o022)
     except OSError:
