@@ -711,8 +711,9 @@ class Accountant:
             held = "refuse_copies=True" if self.cap is None else f"cap {number(self.cap)}"
             raise BudgetExceededError(
                 f"this Accountant ({held}) is a copy in another process or made by "
-                "pickling (a forked or spawned worker, a loaded object): its cap cannot hold "
-                "together with the original's. Release in one process (n_jobs=1, "
+                "pickling (a forked or spawned worker, a loaded object): the original "
+                "would never see its releases, nor could a cap hold across copies. Release "
+                "in one process (n_jobs=1, "
                 "n_process=1, num_proc=None or a thread backend). Workers that each carry "
                 "an Accountant(cap=...) of their own are bounded only by the sum of those "
                 "caps: split the budget between them. A loaded estimator: set_params("
