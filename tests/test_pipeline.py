@@ -826,7 +826,9 @@ def test_workers_refuse_to_charge_a_capped_accountant():
     two workers spend the cap twice (fail closed, PRIVACY.md 13)."""
     nlp = make_nlp(epsilon=10.0)
     nlp.get_pipe("dxp_privatizer").accountant = dxp.Accountant(cap=100)
-    with pytest.raises((ValueError, dxp.BudgetExceededError), match="nor could a cap hold across copies"):
+    with pytest.raises(
+        (ValueError, dxp.BudgetExceededError), match="nor could a cap hold across copies"
+    ):
         list(nlp.pipe(["good film"] * 8, n_process=2, batch_size=2))
 
 
