@@ -14,7 +14,7 @@ from contextlib import ExitStack, closing, contextmanager
 from typing import IO, Any
 
 from ..errors import DxpWarning, OOVError, TextTooLongError
-from .process import CLIError, _hold_signals, _WarningPrinter
+from .process import CLIError, _hold_signals, _signals_held, _WarningPrinter
 from .records import (
     _census,
     _check_input,
@@ -416,7 +416,10 @@ def _progress_bar(
     from tqdm.auto import tqdm
 
     disable = True if sys.stderr is None else _no_progress(args)
-    with tqdm(desc=description, unit="doc", total=total, file=sys.stderr, disable=disable) as bar:
+    with _signals_held():  # a Ctrl-C inside tqdm's __init__ left a half-built bar, whose
+        # __del__ printed a traceback after "dxp: interrupted" (seen on tqdm 4.66)
+        bar = tqdm(desc=description, unit="doc", total=total, file=sys.stderr, disable=disable)
+    with bar:
         printer = warnings.showwarning
         if bar.disable or not isinstance(printer, _WarningPrinter):
             yield bar
