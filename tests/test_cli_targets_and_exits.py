@@ -5,6 +5,7 @@ saying why the run stopped (F6), and the exit statuses documented (F7)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -344,7 +345,13 @@ def test_ctrl_c_ends_after_the_interpreter_shut_down_whole(tmp_path):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert (process.returncode, err.decode()) == (-signal.SIGINT, "dxp: interrupted\n")
+    # The module's file, left to the garbage collector on purpose (an exit callback closing
+    # it would run before a callback that killed the process), may say so as the modules
+    # are torn down: 1 run in 6 with the lowest versions. Not dxp's line.
+    said = re.sub(
+        r"sys:1: ResourceWarning: unclosed file <[^\n]*audit\.log[^\n]*>\n", "", err.decode()
+    )
+    assert (process.returncode, said) == (-signal.SIGINT, "dxp: interrupted\n")
     assert log.read_text() == "run started\n" and not target.exists()
 
 
