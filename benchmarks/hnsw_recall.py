@@ -1,4 +1,4 @@
-"""HNSW recall@1 against exact search on Madlib queries, GloVe 6B 50d (the README's table).
+"""HNSW recall@1 against exact search on Madlib queries, GloVe 6B 50d (the table in docs/python.md).
 
 A Madlib query is the noisy vector Madlib decodes: the embedding of a word (the table's
 public UNK point for a word outside it) plus noise from the mechanism's own sampler

@@ -6,8 +6,8 @@
 Each script prints its own table and writes benchmarks/results/*.json|md; the LPLP topic
 quality study (benchmarks/lplp_20news.py without --throughput), the calibration
 reproductions and the attack-success audit (benchmarks/attack_success.py, ~2 minutes; it
-exits 1 if a measured attack beats the guarantee's cap) are run on their own (see the
-README).
+exits 1 if a measured attack beats the guarantee's cap) are run on their own (see
+docs/lplp.md and docs/choosing-epsilon.md).
 """
 
 from __future__ import annotations
