@@ -114,10 +114,13 @@ def equivalent_epsilon(
 
     ``ratio`` is a :class:`PrivacyRatio` (``statistic`` "average" or "maximum" picks R) or
     R itself. A sampled R may overstate the true ratio, which gives B a larger epsilon
-    than A's equivalent; to deploy B, pass ``conservative=True``: the low end of R's
-    interval instead of its estimate (the average's confidence interval; the maximum's
-    bracket when its search was cut), the smaller epsilon_B, so B is at least as private
-    as A unless R fell outside its interval (``choose_epsilon`` is conservative by default).
+    than A's equivalent; ``conservative=True`` takes the low end of R's interval instead
+    of its estimate (the average's confidence interval; the maximum's bracket when its
+    search was cut), the smaller epsilon_B. That guards against R's sampling error only:
+    R matches the two metrics on average (or at their maximum), not pair by pair, so B's
+    bound stays looser than A's for many pairs (BRR against Madlib at 10 on 100k words:
+    26% of nearest-neighbour pairs, docs/tem-brr.md). Calibrate B on its own (N_w / S_w)
+    before deploying it.
     """
     epsilon_a = check_epsilon(epsilon_a, "epsilon_a")
     check_choice(statistic, "statistic", ("average", "maximum"))

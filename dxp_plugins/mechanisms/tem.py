@@ -367,8 +367,10 @@ class TEM(Mechanism):
     embeddings, epsilon, oov, random_state, accountant:
         As for every :class:`~dxp_plugins.mechanisms.base.Mechanism`.
     beta:
-        Theorem 4.2's beta in (0, 1) (default 1e-3): gamma is set so that a word outside the
-        gamma-ball is output with probability at most beta (see the paper).
+        Theorem 4.2's beta in (0, 1) (default 1e-3): gamma is set so that, for an input
+        vocabulary word, a word outside its gamma-ball is output with probability at most
+        beta (see the paper). The public point OOV tokens are drawn from is no vocabulary
+        word, and the bound does not hold for it; privacy holds for every gamma.
     gamma:
         An explicit truncation radius >= 0 instead of beta.
     metric:
