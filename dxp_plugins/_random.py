@@ -42,6 +42,7 @@ import functools
 import itertools
 import math
 import os
+import secrets
 import sys
 import time
 from typing import Any, Literal
@@ -146,7 +147,18 @@ def check_seed(seed: Any, name: str = "random_state") -> int | None:
     return check_int(seed, name, minimum=0)
 
 
-class RandomSource:
+class FreshTaskToken:
+    """A new dask token at every hash: dask names a task by a hash of its arguments
+    (``dask.base.tokenize``) and computes equal names once, so two privatizations of one
+    column with one object would be one release reused while both are counted. Hashing
+    such an object also need not pickle it (a seeded copy warned of a stream no task used).
+    """
+
+    def __dask_tokenize__(self) -> str:
+        return f"{type(self).__qualname__}-{secrets.token_hex(16)}"
+
+
+class RandomSource(FreshTaskToken):
     """The noise generator of one mechanism or front door, secure or seeded.
 
     Secure for ``seed=None``; its generator's state is never pickled (PRIVACY.md 16-19;

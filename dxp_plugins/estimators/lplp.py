@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
-from .._random import RandomSource
+from .._random import FreshTaskToken, RandomSource
 from .._validation import check_epsilon, check_int, check_no_fit_params
 from ..embeddings.table import EmbeddingTable
 from ..errors import PrivacyWarning, warn
@@ -106,7 +106,7 @@ class _HistogramOnce:
         return self.counts
 
 
-class LPLPTransformer(RefusesEnsembleSeeds, TransformerMixin, BaseEstimator):
+class LPLPTransformer(FreshTaskToken, RefusesEnsembleSeeds, TransformerMixin, BaseEstimator):
     """(N, epsilon)-LPLP release of bag-of-words counts with horizontal compression.
 
     Parameters

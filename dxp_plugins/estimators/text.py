@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _get_feature_names, check_is_fitted
 
-from .._random import RandomSource
+from .._random import FreshTaskToken, RandomSource
 from .._validation import check_int, check_no_fit_params, check_text
 from ..doors import DEFAULT_BATCH_SIZE, DoorSettings
 from ..embeddings.table import EmbeddingTable
@@ -58,7 +58,11 @@ class FitSettings:
 
 
 class TextPrivatizer(  # type: ignore[call-arg]
-    RefusesEnsembleSeeds, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
+    FreshTaskToken,
+    RefusesEnsembleSeeds,
+    TransformerMixin,
+    BaseEstimator,
+    auto_wrap_output_keys=None,
 ):
     """Replace the words of each text by private words (iterable of str -> list of str).
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._compat import renamed_properties
-from .._random import RandomSource
+from .._random import FreshTaskToken, RandomSource
 from .._validation import check_choice, check_epsilon, check_int
 from ..embeddings.table import OOV_ID, EmbeddingTable
 from ..errors import DxpWarning, OOVError, OOVWarning, PrivacyWarning, warn
@@ -71,7 +71,7 @@ class Reservation:
 _GLUED = string.punctuation
 
 
-class Mechanism(ABC):
+class Mechanism(FreshTaskToken, ABC):
     """A word-level metric-DP mechanism over a public :class:`EmbeddingTable`.
 
     Parameters

@@ -43,7 +43,7 @@ from spacy.tokens import Doc, Token
 
 from .._locks import fork_safe_lock
 from .._normalize import is_invisible
-from .._random import RandomSource
+from .._random import FreshTaskToken, RandomSource
 from .._tokenization import (
     TokenizedText,
     detokenize,
@@ -73,7 +73,7 @@ _FORMAT = 1
 _FILE_LOCATION_PARAMS = ("path",)
 
 
-class Privatizer:
+class Privatizer(FreshTaskToken):
     """Privatize the words of each Doc (see :mod:`dxp_plugins.pipeline` for the config).
 
     ``accountant`` sums the spend of the releases made in this process (PRIVACY.md 13). With
