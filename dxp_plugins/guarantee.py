@@ -714,9 +714,10 @@ class Accountant:
                 "pickling (a forked or spawned worker, a loaded object): the original "
                 "would never see its releases, nor could a cap hold across copies. Release "
                 "in one process (n_jobs=1, "
-                "n_process=1, num_proc=None or a thread backend). Workers that each carry "
-                "an Accountant(cap=...) of their own are bounded only by the sum of those "
-                "caps: split the budget between them. A loaded estimator: set_params("
+                "n_process=1, num_proc=None or a thread backend), or build an "
+                "Accountant(cap=share) in each worker (a pool initializer): the workers are "
+                "then bounded only by the sum of the shares, while no worker is restarted or "
+                "replaced. A loaded estimator: set_params("
                 "accountant=Accountant.resume(saved ledger)) and fit again"
             )
         if unit is not None and self.unit is not None and unit != self.unit:
