@@ -306,9 +306,13 @@ def _fresh_noise(subject: _Subject) -> str:
     a claimed 2): a chi-square test of homogeneity of :data:`COPIES` copies in one call
     against as many single-word calls, each on a generator of its own. Noise shared by the copies
     and followed by another random step (a coin between two candidates) passes a check
-    that only asks for more than one output (plugin review 29 F1)."""
+    that only asks for more than one output (plugin review 29 F1). Then the same through
+    ``privatize``, against those fresh draws: an override that draws each distinct token
+    once per call or reuses a word's earlier output passed every check on ``_sample``
+    (mutation review 30)."""
     mechanism = subject.build(random_state=SEED)
     epsilon = subject.epsilon
+    fresh: np.ndarray | None = None
     for row in (0, OOV_ID):
         together = subject.sample(mechanism, np.full(COPIES, row), _generator(3, row + 1), epsilon)
         apart = np.concatenate(
@@ -317,16 +321,28 @@ def _fresh_noise(subject: _Subject) -> str:
                 for i in range(COPIES)
             ]
         )
-        p_value = _homogeneity(together, apart)
-        if not p_value > P_FAIL:
-            raise subject.broke(
-                "PRIVACY.md 11",
-                f"{COPIES} copies of input {row} in one call were not drawn as independently "
-                f"as {COPIES} single-word calls ({len(np.unique(together))} and "
-                f"{len(np.unique(apart))} distinct outputs; chi-square p = {p_value:.2g}): "
-                "noise is not fresh per entry",
-            )
+        fresh = apart if fresh is None else fresh
+        _same_law(subject, together, apart, f"{COPIES} copies of input {row} in one call")
+    assert fresh is not None
+    word = subject.table.words[0]
+    rows = {token: row for row, token in enumerate(subject.table.words)}
+    one_call = np.array([rows[out] for out in mechanism.privatize([word] * COPIES)])
+    _same_law(subject, one_call, fresh, f"privatize of {COPIES} copies of {word!r} in one call")
+    calls = np.array([rows[mechanism.privatize([word])[0]] for _ in range(COPIES)])
+    _same_law(subject, calls, fresh, f"{COPIES} calls privatize([{word!r}])")
     return "fresh noise"
+
+
+def _same_law(subject: _Subject, drawn: np.ndarray, fresh: np.ndarray, what: str) -> None:
+    """:func:`_fresh_noise`'s verdict on one sample against fresh single-word draws."""
+    p_value = _homogeneity(drawn, fresh)
+    if not p_value > P_FAIL:
+        raise subject.broke(
+            "PRIVACY.md 11",
+            f"{what} were not drawn as independently as {COPIES} single-word calls "
+            f"({len(np.unique(drawn))} and {len(np.unique(fresh))} distinct outputs; "
+            f"chi-square p = {p_value:.2g}): noise is not fresh per entry",
+        )
 
 
 def _succeeds(mechanism: Mechanism, ids: np.ndarray, epsilon: float) -> bool:
@@ -425,7 +441,8 @@ def _record(subject: _Subject) -> str:
     for seed, mode in ((SEED, "seeded"), (None, "secure")):
         ledger = Accountant()
         mechanism = subject.build(random_state=seed, accountant=ledger)
-        tokens = [*subject.table.words[:7], OOV_TOKEN]
+        words = subject.table.words
+        tokens = [*words[:7], words[0], OOV_TOKEN]  # a repeat: each occurrence is charged
         mechanism.privatize(tokens)
         record = mechanism.last_guarantee
         expected = (type(mechanism).name, subject.epsilon, mode, len(tokens), "unk")

@@ -293,7 +293,7 @@ class ChargesThenRefuses(KaryResponse):
         (EpsilonFixedWhenBuilt, r"PRIVACY.md 12 and 13: .*ignores its epsilon argument"),
         (OneDrawPerCall, r"PRIVACY.md 11: 1000 copies of input 0 .*\(1 and \d+ distinct.*fresh"),
         (LawAtTwiceEpsilon, r"PRIVACY.md T2: distribution\(0\) disagrees with the sampler"),
-        (WordByWord, r"PRIVACY.md 12: the record of a release of 8 tokens states"),
+        (WordByWord, r"PRIVACY.md 12: the record of a release of 9 tokens states"),
         (SharedNoiseThenCoin, r"PRIVACY.md 11: 1000 copies of input 0 .*not fresh per entry"),
         (NoisyRowsOnSelf, r"docs/plugins.md \(_sample\): \d+ of 100 calls from 4 threads"),
         (OptionWithoutDefault, r"docs/plugins.md \(Constructor\): check_options\(\*\*\{\}\)"),
