@@ -32,7 +32,8 @@ def _root() -> str:
 
 
 def cache_dir(*parts: str) -> Path:
-    """:func:`cache_path`, created on demand (OSError when it cannot be).
+    """:func:`cache_path`, created on demand, no new folder more open than 0755 (umask 000
+    included; OSError when it cannot be).
 
     Without ``$DXP_CACHE``, a root that is not absolute (no home folder: ``HOME`` unset under a
     user id with no passwd entry left ``~`` unexpanded) is refused rather than created in
@@ -40,7 +41,9 @@ def cache_dir(*parts: str) -> Path:
     path = cache_path(*parts)
     if not os.environ.get("DXP_CACHE") and not path.is_absolute():
         raise OSError(errno.ENOENT, "no home folder to hold it (HOME unset?): set DXP_CACHE")
-    path.mkdir(mode=0o755, parents=True, exist_ok=True)
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    for folder in reversed(missing):  # mkdir's parents=True made the others 0777 under umask 000
+        folder.mkdir(mode=0o755, exist_ok=True)
     return path
 
 

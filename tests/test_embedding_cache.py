@@ -583,3 +583,66 @@ def test_no_cache_is_made_in_the_working_directory(tmp_path, monkeypatch, enviro
     with pytest.warns(UserWarning, match="no home folder to hold it .*set DXP_CACHE"):
         assert len(dxp.load_embeddings("glove-6b-50d", vocab_size=100)) == 100
     assert list(tmp_path.iterdir()) == []
+
+
+# The bytes the loader uses are the bytes it hashed (mutants of loaders.py that survived the
+# suite, a mutation review of 2026-11-25).
+def _flip_row_0_in_place(path, bump_mtime=False):
+    before = path.stat()
+    with open(path, "r+b") as stream:
+        stream.seek(200)  # inside row 0
+        byte = stream.read(1)[0]
+        stream.seek(200)
+        stream.write(bytes([byte ^ 0x7F]))
+    if bump_mtime:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+
+
+# L3
+def test_the_words_used_are_the_bytes_hashed(glove_cache, monkeypatch):
+    folder, fingerprint = glove_cache
+    loaders._VERIFIED.clear()
+    real = loaders._bytes_sha256
+
+    def hash_then_swap(data):
+        monkeypatch.setattr(loaders, "_bytes_sha256", real)
+        digest = real(data)
+        words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")
+        words[3], words[4] = words[4], words[3]  # a writer swaps two words after the hash
+        (folder / "words.txt").write_text("\n".join(words), encoding="utf-8")
+        return digest
+
+    monkeypatch.setattr(loaders, "_bytes_sha256", hash_then_swap)
+    assert load().fingerprint == fingerprint
+
+
+# L4
+def test_the_vectors_used_are_the_bytes_hashed(glove_cache, monkeypatch):
+    folder, fingerprint = glove_cache
+    loaders._VERIFIED.clear()
+    real = loaders._array_sha256
+
+    def hash_then_edit(array):
+        monkeypatch.setattr(loaders, "_array_sha256", real)
+        digest = real(array)
+        _flip_row_0_in_place(folder / "vectors.npy")  # seen through the memory map
+        return digest
+
+    monkeypatch.setattr(loaders, "_array_sha256", hash_then_edit)
+    assert load().fingerprint == fingerprint
+
+
+# L6
+def test_a_verified_file_edited_while_it_is_read_is_not_used(glove_cache, monkeypatch):
+    folder, fingerprint = glove_cache
+    load()  # verified in this process
+    real = loaders._immutable
+
+    def edit_then_copy(array):
+        monkeypatch.setattr(loaders, "_immutable", real)
+        _flip_row_0_in_place(folder / "vectors.npy", bump_mtime=True)
+        return real(array)
+
+    monkeypatch.setattr(loaders, "_immutable", edit_then_copy)
+    with pytest.warns(UserWarning, match="is damaged"):
+        assert load().fingerprint == fingerprint
