@@ -68,6 +68,7 @@ __all__ = [
     "IndexMethod",
     "NeighborIndex",
     "TieGroups",
+    "exact_k_nearest",
     "exact_search",
     "get_binary_index",
     "get_index",
@@ -367,14 +368,71 @@ class NeighborIndex:
     def search_raw(self, queries: np.ndarray) -> np.ndarray:
         """Nearest row per query, without tie-breaking between identical rows (the first of
         a group; -1 where an approximate index found none)."""
+        queries = self._checked(queries)
+        if len(queries) == 0:
+            return np.empty(0, dtype=np.int64)
+        return self._nearest(queries)
+
+    def _checked(self, queries: np.ndarray) -> np.ndarray:
         queries = np.asarray(queries, dtype=np.float64)  # float64 noisy vectors stay float64
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise ValueError(f"queries must have shape (n, {self.dim})")
-        if len(queries) == 0:
-            return np.empty(0, dtype=np.int64)
         if not np.isfinite(queries).all():
             raise ValueError("queries must be finite")
-        return self._nearest(queries)
+        return queries
+
+    def k_nearest(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` rows nearest each query, nearest first, and their float64 squared
+        distances (:func:`squared_distances`): ``(ids, distances)``, each ``(n, k)``.
+
+        For mechanisms that choose among the nearest words of a noisy vector (a
+        Vickrey-style plugin); decoding to one word is :meth:`search`. The exact index gives
+        the ``k`` smallest distances exactly, the lower row first on equal ones (identical
+        rows are listed one by one: draw among them with the release's generator if the
+        mechanism needs it), as :func:`exact_k_nearest` does; faiss's float32 candidates
+        serve where they provably hold them. An approximate index re-ranks its candidates
+        in float64 and may miss rows."""
+        queries = self._checked(queries)
+        k = check_int(k, "k", minimum=1)
+        if k > self.size:
+            raise ValueError(f"k must be at most the {self.size} rows of the table, got {k}")
+        if len(queries) == 0:
+            return np.empty((0, k), dtype=np.int64), np.empty((0, k), dtype=np.float64)
+        found, unsure = self._k_candidates(queries, k)
+        ids = _top_k(self._vectors, queries, found, k)
+        unsure |= (ids < 0).any(axis=1)
+        if unsure.any():
+            ids[unsure] = exact_k_nearest(self._vectors, queries[unsure], k)
+        distances = squared_distances(np.repeat(queries, k, axis=0), self._vectors[ids.ravel()])
+        return ids, distances.reshape(len(queries), k)
+
+    def _k_candidates(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """faiss's float32 candidates for :meth:`k_nearest` and the queries they may not
+        answer: ``k + CANDIDATES - 1`` rows, sure when the k-th's score is more than twice
+        the rounding bound of :meth:`_nearest` above the last one's (a row outside them is
+        then farther than the k-th in float64 too). A table with identical rows is searched
+        exactly (the index holds one row of each group)."""
+        if self._rows is not None:
+            return np.full((len(queries), k), -1, dtype=np.int64), np.ones(len(queries), bool)
+        faiss = _faiss()
+        wanted = min(k + CANDIDATES - 1, len(self._data))
+        centred = queries - self._center
+        augmented = np.ones((len(queries), self.dim + 1), dtype=np.float32)
+        with np.errstate(over="ignore"):
+            augmented[:, : self.dim] = centred
+        with _search_threads(one_thread=1 < len(queries) < SMALL_BATCH):
+            scores, found = faiss.knn(
+                augmented, self._data, wanted, metric=faiss.METRIC_INNER_PRODUCT
+            )
+        found = np.asarray(found, dtype=np.int64)
+        unsure = (found < 0).any(axis=1) | ~np.isfinite(scores).all(axis=1)
+        if wanted < len(self._data):
+            norm = np.sqrt(np.einsum("ij,ij->i", centred, centred))
+            radius = self._radius
+            bound = 8.0 * (self.dim + 3) * _U32 * (norm * radius + radius * radius / 2.0)
+            with np.errstate(invalid="ignore"):
+                unsure |= ~(scores[:, k - 1] - scores[:, wanted - 1] > 2.0 * bound)
+        return found, unsure
 
     def search(self, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Nearest row of each query (ties between identical rows broken with ``rng``)."""
@@ -500,6 +558,17 @@ class HNSWIndex(NeighborIndex):
             return None  # another table's graph under this name
         return index
 
+    def _k_candidates(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The graph's ``k + CANDIDATES - 1`` best rows (approximate: never sure of them;
+        queries it answers with fewer than ``k`` rows are searched exactly)."""
+        wanted = min(k + CANDIDATES - 1, self.size)
+        with np.errstate(over="ignore"):
+            single = np.ascontiguousarray(queries, dtype=np.float32)
+        beam = _faiss().SearchParametersHNSW(efSearch=max(self._ef_search, wanted))
+        with _search_threads():
+            _, found = self._data.search(single, wanted, params=beam)
+        return np.asarray(found, dtype=np.int64), np.zeros(len(queries), dtype=bool)
+
     def _nearest(self, queries: np.ndarray) -> np.ndarray:
         k = min(CANDIDATES, self._ef_search, self.size)
         with np.errstate(over="ignore"):
@@ -610,6 +679,70 @@ def _rerank_ties(
     ids[~tied.any(axis=1)] = -1
     spread = np.where(valid, distances, -np.inf).max(axis=1) - best[:, 0]
     return ids, valid.all(axis=1) & (spread <= tolerance)
+
+
+def _top_k(vectors: np.ndarray, queries: np.ndarray, found: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` candidates of each query with the smallest :func:`squared_distances`, the
+    lower row first on equal ones; -1 where a query has fewer than ``k`` candidates."""
+    n, wanted = found.shape
+    valid = found >= 0
+    rows = np.where(valid, found, 0)
+    distances = squared_distances(np.repeat(queries, wanted, axis=0), vectors[rows.ravel()])
+    distances = np.where(valid, distances.reshape(n, wanted), np.inf)
+    order = np.lexsort((np.where(valid, found, np.iinfo(np.int64).max), distances), axis=-1)
+    best = np.take_along_axis(found, order[:, :k], axis=1)
+    return np.where(np.take_along_axis(valid, order[:, :k], axis=1), best, -1)
+
+
+def exact_k_nearest(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` rows with the smallest :func:`squared_distances` to each query, nearest first,
+    the lower row first on equal ones (``(n, k)`` row ids): :func:`exact_search` for ``k``.
+
+    Two passes over float64 slabs: the first finds each query's ``k``-th smallest value of
+    ``||y||^2 - 2 q.y``; the second recomputes with :func:`squared_distances` every row
+    within the rounding tolerance of :func:`exact_search` of it, which decide."""
+    queries = np.asarray(queries, dtype=np.float64)
+    count, size = len(queries), len(vectors)
+    if not 1 <= k <= size:
+        raise ValueError(f"k must be between 1 and the {size} rows, got {k}")
+    result = np.empty((count, k), dtype=np.int64)
+    if count == 0:
+        return result
+    factor = 8.0 * (vectors.shape[1] + 2) * _U64
+    for first in range(0, count, EXACT_QUERY_BLOCK):
+        block = queries[first : first + EXACT_QUERY_BLOCK]
+        largest = 0.0
+        kept = np.full((len(block), 0), np.inf)
+        for _, slab, squared in _slabs(vectors):
+            largest = max(largest, float(squared.max()))
+            values = squared - 2.0 * (block @ slab.T)
+            kept = np.concatenate([kept, values], axis=1)
+            if kept.shape[1] > k:
+                kept = np.partition(kept, k - 1, axis=1)[:, :k]
+        kth = kept.max(axis=1)
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        ceiling = kth + factor * (norms + math.sqrt(largest)) ** 2
+        which_all, rows_all, direct_all = [], [], []
+        for start, slab, squared in _slabs(vectors):
+            values = squared - 2.0 * (block @ slab.T)
+            which, cols = np.nonzero(values <= ceiling[:, None])
+            which_all.append(which)
+            rows_all.append(start + cols)
+            direct_all.append(squared_distances(block[which], slab[cols]))
+        which, rows, direct = (np.concatenate(a) for a in (which_all, rows_all, direct_all))
+        order = np.lexsort((rows, direct, which))
+        which, rows = which[order], rows[order]
+        starts = np.searchsorted(which, np.arange(len(block)))
+        picks = starts[:, None] + np.arange(k)
+        result[first : first + len(block)] = rows[picks]
+    return result
+
+
+def _slabs(vectors: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """``(first row, float64 slab, its squared norms)`` of :data:`EXACT_SLAB_ROWS` rows."""
+    for start in range(0, len(vectors), EXACT_SLAB_ROWS):
+        slab = np.asarray(vectors[start : start + EXACT_SLAB_ROWS], dtype=np.float64)
+        yield start, slab, np.einsum("ij,ij->i", slab, slab)
 
 
 def exact_search(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:

@@ -1,0 +1,154 @@
+"""``NeighborIndex.k_nearest``: the k nearest rows of noisy vectors, for plugins that choose
+among them (a Vickrey-style mechanism). Exact means the k smallest float64 distances of
+:func:`squared_distances`, lower row first on equal ones, checked against a brute-force
+sort of every row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dxp_plugins as dxp
+from dxp_plugins import neighbors
+from dxp_plugins.neighbors import (
+    exact_k_nearest,
+    get_index,
+    squared_distances,
+)
+
+
+def brute_force(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    size = len(vectors)
+    rows = np.arange(size)
+    out = np.empty((len(queries), k), dtype=np.int64)
+    for i, query in enumerate(queries):
+        distances = squared_distances(np.repeat(query[None], size, axis=0), vectors)
+        out[i] = np.lexsort((rows, distances))[:k]
+    return out
+
+
+def noisy_queries(table: dxp.EmbeddingTable, count: int, scale: float, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, len(table), count)
+    return table.vectors[rows].astype(np.float64) + rng.normal(0, scale, (count, table.dim))
+
+
+@pytest.mark.parametrize("k", [1, 2, 7])
+def test_exact_index_gives_the_k_smallest_float64_distances(glove_5k, k):
+    queries = noisy_queries(glove_5k, 120, 0.5)
+    ids, distances = get_index(glove_5k).k_nearest(queries, k)
+    assert ids.shape == distances.shape == (120, k)
+    np.testing.assert_array_equal(ids, brute_force(glove_5k.vectors, queries, k))
+    expected = squared_distances(np.repeat(queries, k, axis=0), glove_5k.vectors[ids.ravel()])
+    np.testing.assert_array_equal(distances, expected.reshape(120, k))
+    assert (np.diff(distances, axis=1) >= 0).all()
+
+
+def test_k_of_one_is_the_decoded_word(glove_5k):
+    queries = noisy_queries(glove_5k, 300, 2.0, seed=1)
+    index = get_index(glove_5k)
+    np.testing.assert_array_equal(index.k_nearest(queries, 1)[0][:, 0], index.search_raw(queries))
+
+
+def test_queries_float32_cannot_separate_are_searched_exactly(monkeypatch):
+    # A tight cluster 1e-3 wide beside rows 1000 away: float32 scores carry errors far
+    # larger than the cluster's distances, so faiss's candidates cannot be trusted there.
+    rng = np.random.default_rng(2)
+    vectors = 1e-3 * rng.normal(size=(300, 8))
+    vectors[:3] = 1000.0 * rng.normal(size=(3, 8))
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(300)], vectors)
+    queries = 1e-3 * rng.normal(size=(40, 8))
+    searched = []
+    real = neighbors.exact_k_nearest
+
+    def spy(vectors, queries, k):
+        searched.append(len(queries))
+        return real(vectors, queries, k)
+
+    monkeypatch.setattr(neighbors, "exact_k_nearest", spy)
+    ids, _ = get_index(table).k_nearest(queries, 5)
+    assert sum(searched) == 40
+    np.testing.assert_array_equal(ids, brute_force(table.vectors, queries, 5))
+
+
+def test_faiss_candidates_answer_almost_every_glove_query(glove_5k, monkeypatch):
+    searched = []
+    real = neighbors.exact_k_nearest
+
+    def spy(vectors, queries, k):
+        searched.append(len(queries))
+        return real(vectors, queries, k)
+
+    monkeypatch.setattr(neighbors, "exact_k_nearest", spy)
+    get_index(glove_5k).k_nearest(noisy_queries(glove_5k, 2000, 0.5, seed=6), 3)
+    assert sum(searched) < 20  # the float64 search is the rare path (0 in this run)
+
+
+def test_equal_distances_among_candidates_go_to_the_lower_row():
+    vectors = np.array([[9.0, 9.0], [0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0]])
+    found = np.array([[4, 2, 0, 3, 1]])  # candidates in faiss's order, four at distance 1
+    ids = neighbors._top_k(vectors, np.zeros((1, 2)), found, 3)
+    assert ids.tolist() == [[1, 2, 3]]
+
+
+def test_identical_rows_are_listed_one_by_one_lower_first():
+    vectors = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [5.0, 5.0], [1.0, 0.0]])
+    table = dxp.EmbeddingTable(list("abcde"), vectors)
+    ids, distances = get_index(table).k_nearest(np.array([[0.9, 0.0]]), 4)
+    assert ids.tolist() == [[1, 2, 4, 0]]
+    np.testing.assert_allclose(distances, [[0.01, 0.01, 0.01, 0.81]])
+
+
+@pytest.mark.parametrize("k", [1, 3, 50])
+def test_exact_k_nearest_matches_a_full_sort(k):
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(5000, 6)).astype(np.float32)
+    vectors[100] = vectors[4000]  # a tie: the lower row first
+    queries = np.r_[rng.normal(size=(300, 6)), vectors[[4000]].astype(np.float64)]
+    found = exact_k_nearest(vectors, queries, k)
+    np.testing.assert_array_equal(found, brute_force(vectors, queries, k))
+
+
+def test_every_row_can_be_asked_for():
+    rng = np.random.default_rng(4)
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(30)], rng.normal(size=(30, 4)))
+    queries = rng.normal(size=(10, 4))
+    ids, _ = get_index(table).k_nearest(queries, 30)
+    np.testing.assert_array_equal(ids, brute_force(table.vectors, queries, 30))
+
+
+def test_hnsw_candidates_are_reranked_and_ordered(glove_5k):
+    queries = noisy_queries(glove_5k, 300, 0.5, seed=5)
+    ids, distances = get_index(glove_5k, "hnsw", disk_cache=False).k_nearest(queries, 3)
+    truth = brute_force(glove_5k.vectors, queries, 3)
+    assert (np.diff(distances, axis=1) >= 0).all()
+    assert np.mean(ids == truth) > 0.9  # approximate: most rows found
+    expected = squared_distances(np.repeat(queries, 3, axis=0), glove_5k.vectors[ids.ravel()])
+    np.testing.assert_array_equal(distances, expected.reshape(300, 3))
+
+
+def test_bad_arguments_are_refused(glove_5k):
+    index = get_index(glove_5k)
+    with pytest.raises(ValueError, match="k must be at most the 5000 rows"):
+        index.k_nearest(np.zeros((1, 50)), 5001)
+    with pytest.raises(ValueError, match="k must be"):
+        index.k_nearest(np.zeros((1, 50)), 0)
+    with pytest.raises(ValueError, match="queries must have shape"):
+        index.k_nearest(np.zeros((1, 3)), 2)
+    with pytest.raises(ValueError, match="finite"):
+        index.k_nearest(np.full((1, 50), np.nan), 2)
+    ids, distances = index.k_nearest(np.zeros((0, 50)), 2)
+    assert ids.shape == distances.shape == (0, 2)
+
+
+def test_rows_that_only_rounding_tells_apart_are_decided_by_the_float64_distance():
+    # Permutations of one set of coordinates: equal distances from the origin but for the
+    # rounding of the sums, which the matrix product and the ordered sum do differently.
+    rng = np.random.default_rng(7)
+    coordinates = rng.normal(size=12)  # float64: their squares round
+    vectors = np.array([rng.permutation(coordinates) for _ in range(400)])
+    queries = np.zeros((1, 12)) + 1e-30
+    for k in (1, 5):
+        np.testing.assert_array_equal(
+            exact_k_nearest(vectors, queries, k), brute_force(vectors, queries, k)
+        )
