@@ -315,45 +315,55 @@ class NeighborIndex:
     def _nearest(self, queries: np.ndarray) -> np.ndarray:
         """Float64-nearest row of each query: faiss's float32 candidates re-ranked in float64,
         and an exact float64 search where the candidates may miss it."""
-        faiss = _faiss()
         k = min(CANDIDATES, len(self._data))
-        centred = queries - self._center
-        augmented = np.ones((len(queries), self.dim + 1), dtype=np.float32)
-        with np.errstate(over="ignore"):  # beyond float32: non-finite scores, searched exactly
-            augmented[:, : self.dim] = centred
-        with _search_threads(one_thread=1 < len(queries) < SMALL_BATCH):
-            scores, found = faiss.knn(augmented, self._data, k, metric=faiss.METRIC_INNER_PRODUCT)
-        found = np.asarray(found, dtype=np.int64)
-        unsure = (found < 0).any(axis=1) | ~np.isfinite(scores).all(axis=1)
+        scores, found, unsure, bound = self._faiss_candidates(queries, k)
         if k < len(self._data):
-            # |float32 score - exact score| <= (d + 3) u32 (||q - c|| R + R^2 / 2) for every
-            # row (R = max ||y - c||); 8x that bound is B. If the float64 nearest row is not
-            # among the k candidates, its float32 score is at most the k-th's, so the best and
-            # the k-th candidates are within 2B: those queries are searched exactly.
-            norm = np.sqrt(np.einsum("ij,ij->i", centred, centred))
-            radius = self._radius
-            bound = 8.0 * (self.dim + 3) * _U32 * (norm * radius + radius * radius / 2.0)
+            # If the float64 nearest row is not among the k candidates, its float32 score is
+            # at most the k-th's, so the best and the k-th candidates are within 2B: those
+            # queries are searched exactly.
             with np.errstate(invalid="ignore"):
                 unsure |= ~(scores[:, 0] - scores[:, k - 1] > 2.0 * bound)
         if self._rows is not None:
             found = np.where(found < 0, -1, self._rows[np.maximum(found, 0)])
-        # Float64 distances carry (d + 2) u64 (||q|| + ||y||)^2 of rounding (exact_search's
-        # bound, 8x): when every candidate is that close to the best (a table whose spread is
+        # When every candidate is within float64 rounding of the best (a table whose spread is
         # below the float64 resolution of the query), the float64 nearest row, or the lowest
         # tied one, may be none of them (numerical review F9).
-        largest = float(np.linalg.norm(self._center)) + self._radius
-        tolerance = (
-            8.0
-            * (self.dim + 2)
-            * _U64
-            * (np.sqrt(np.einsum("ij,ij->i", queries, queries)) + largest) ** 2
-        )
-        ids, all_tied = _rerank_ties(self._vectors, queries, found, tolerance)
+        ids, all_tied = _rerank_ties(self._vectors, queries, found, self._rounding(queries))
         if k < len(self._data):
             unsure |= all_tied
         if unsure.any():
             ids[unsure] = exact_search(self._vectors, queries[unsure])
         return ids
+
+    def _rounding(self, queries: np.ndarray) -> np.ndarray:
+        """Float64 distances carry (d + 2) u64 (||q|| + ||y||)^2 of rounding: 8x that bound
+        (exact_search's tolerance), for every row of the table."""
+        largest = float(np.linalg.norm(self._center)) + self._radius
+        norms = np.sqrt(np.einsum("ij,ij->i", queries, queries))
+        return 8.0 * (self.dim + 2) * _U64 * (norms + largest) ** 2
+
+    def _faiss_candidates(
+        self, queries: np.ndarray, wanted: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """faiss's ``wanted`` best positions of each query in float32 and their scores; the
+        queries whose candidates are missing or not finite (beyond float32); and B, 8x the
+        bound ``(d + 3) u32 (||q - c|| R + R^2 / 2)`` (R = max ||y - c||) on the difference
+        between a row's float32 score and its exact score."""
+        faiss = _faiss()
+        centred = queries - self._center
+        augmented = np.ones((len(queries), self.dim + 1), dtype=np.float32)
+        with np.errstate(over="ignore"):  # beyond float32: non-finite scores, searched exactly
+            augmented[:, : self.dim] = centred
+        with _search_threads(one_thread=1 < len(queries) < SMALL_BATCH):
+            scores, found = faiss.knn(
+                augmented, self._data, wanted, metric=faiss.METRIC_INNER_PRODUCT
+            )
+        found = np.asarray(found, dtype=np.int64)
+        unsure = (found < 0).any(axis=1) | ~np.isfinite(scores).all(axis=1)
+        norm = np.sqrt(np.einsum("ij,ij->i", centred, centred))
+        radius = self._radius
+        bound = 8.0 * (self.dim + 3) * _U32 * (norm * radius + radius * radius / 2.0)
+        return scores, found, unsure, bound
 
     @property
     def nbytes(self) -> int:
@@ -398,41 +408,36 @@ class NeighborIndex:
             raise ValueError(f"k must be at most the {self.size} rows of the table, got {k}")
         if len(queries) == 0:
             return np.empty((0, k), dtype=np.int64), np.empty((0, k), dtype=np.float64)
-        found, unsure = self._k_candidates(queries, k)
-        ids = _top_k(self._vectors, queries, found, k)
+        found, unsure, tolerance = self._k_candidates(queries, k)
+        ids, spread = _top_k(self._vectors, queries, found, k)
         unsure |= (ids < 0).any(axis=1)
+        if tolerance is not None:  # rows beyond the candidates may win by float64 rounding
+            unsure |= ~(spread > tolerance)
         if unsure.any():
             ids[unsure] = exact_k_nearest(self._vectors, queries[unsure], k)
         distances = squared_distances(np.repeat(queries, k, axis=0), self._vectors[ids.ravel()])
         return ids, distances.reshape(len(queries), k)
 
-    def _k_candidates(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """faiss's float32 candidates for :meth:`k_nearest` and the queries they may not
-        answer: ``k + CANDIDATES - 1`` rows, sure when the k-th's score is more than twice
-        the rounding bound of :meth:`_nearest` above the last one's (a row outside them is
-        then farther than the k-th in float64 too). A table with identical rows is searched
-        exactly (the index holds one row of each group)."""
+    def _k_candidates(
+        self, queries: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """faiss's float32 candidates for :meth:`k_nearest`, the queries they may not answer,
+        and the float64 rounding a candidate's distance must clear (None: nothing to clear).
+        ``k + CANDIDATES - 1`` rows, sure when the k-th's score is more than twice the
+        float32 bound of :meth:`_nearest` above the last one's (a row outside them is then
+        farther than the k-th) and, in float64, the last candidate is farther than the k-th
+        by more than :meth:`_rounding` (no row outside them can win by rounding). A table
+        with identical rows is searched exactly (the index holds one row of each group)."""
         if self._rows is not None:
-            return np.full((len(queries), k), -1, dtype=np.int64), np.ones(len(queries), bool)
-        faiss = _faiss()
+            none = np.full((len(queries), k), -1, dtype=np.int64)
+            return none, np.ones(len(queries), dtype=bool), None
         wanted = min(k + CANDIDATES - 1, len(self._data))
-        centred = queries - self._center
-        augmented = np.ones((len(queries), self.dim + 1), dtype=np.float32)
-        with np.errstate(over="ignore"):
-            augmented[:, : self.dim] = centred
-        with _search_threads(one_thread=1 < len(queries) < SMALL_BATCH):
-            scores, found = faiss.knn(
-                augmented, self._data, wanted, metric=faiss.METRIC_INNER_PRODUCT
-            )
-        found = np.asarray(found, dtype=np.int64)
-        unsure = (found < 0).any(axis=1) | ~np.isfinite(scores).all(axis=1)
-        if wanted < len(self._data):
-            norm = np.sqrt(np.einsum("ij,ij->i", centred, centred))
-            radius = self._radius
-            bound = 8.0 * (self.dim + 3) * _U32 * (norm * radius + radius * radius / 2.0)
-            with np.errstate(invalid="ignore"):
-                unsure |= ~(scores[:, k - 1] - scores[:, wanted - 1] > 2.0 * bound)
-        return found, unsure
+        scores, found, unsure, bound = self._faiss_candidates(queries, wanted)
+        if wanted == len(self._data):
+            return found, unsure, None  # every row is a candidate
+        with np.errstate(invalid="ignore"):
+            unsure |= ~(scores[:, k - 1] - scores[:, wanted - 1] > 2.0 * bound)
+        return found, unsure, self._rounding(queries)
 
     def search(self, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Nearest row of each query (ties between identical rows broken with ``rng``)."""
@@ -558,8 +563,10 @@ class HNSWIndex(NeighborIndex):
             return None  # another table's graph under this name
         return index
 
-    def _k_candidates(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The graph's ``k + CANDIDATES - 1`` best rows (approximate: never sure of them;
+    def _k_candidates(
+        self, queries: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The graph's ``k + CANDIDATES - 1`` best rows (approximate: nothing certified;
         queries it answers with fewer than ``k`` rows are searched exactly)."""
         wanted = min(k + CANDIDATES - 1, self.size)
         with np.errstate(over="ignore"):
@@ -567,7 +574,7 @@ class HNSWIndex(NeighborIndex):
         beam = _faiss().SearchParametersHNSW(efSearch=max(self._ef_search, wanted))
         with _search_threads():
             _, found = self._data.search(single, wanted, params=beam)
-        return np.asarray(found, dtype=np.int64), np.zeros(len(queries), dtype=bool)
+        return np.asarray(found, dtype=np.int64), np.zeros(len(queries), dtype=bool), None
 
     def _nearest(self, queries: np.ndarray) -> np.ndarray:
         k = min(CANDIDATES, self._ef_search, self.size)
@@ -681,9 +688,12 @@ def _rerank_ties(
     return ids, valid.all(axis=1) & (spread <= tolerance)
 
 
-def _top_k(vectors: np.ndarray, queries: np.ndarray, found: np.ndarray, k: int) -> np.ndarray:
+def _top_k(
+    vectors: np.ndarray, queries: np.ndarray, found: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` candidates of each query with the smallest :func:`squared_distances`, the
-    lower row first on equal ones; -1 where a query has fewer than ``k`` candidates."""
+    lower row first on equal ones (-1 where a query has fewer than ``k``), and how much
+    farther its farthest candidate is than its k-th."""
     n, wanted = found.shape
     valid = found >= 0
     rows = np.where(valid, found, 0)
@@ -691,7 +701,10 @@ def _top_k(vectors: np.ndarray, queries: np.ndarray, found: np.ndarray, k: int) 
     distances = np.where(valid, distances.reshape(n, wanted), np.inf)
     order = np.lexsort((np.where(valid, found, np.iinfo(np.int64).max), distances), axis=-1)
     best = np.take_along_axis(found, order[:, :k], axis=1)
-    return np.where(np.take_along_axis(valid, order[:, :k], axis=1), best, -1)
+    ids = np.where(np.take_along_axis(valid, order[:, :k], axis=1), best, -1)
+    kth = np.take_along_axis(distances, order[:, k - 1 : k], axis=1)[:, 0]
+    farthest = np.where(valid, distances, -np.inf).max(axis=1)
+    return ids, farthest - kth
 
 
 def exact_k_nearest(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:

@@ -87,7 +87,7 @@ def test_faiss_candidates_answer_almost_every_glove_query(glove_5k, monkeypatch)
 def test_equal_distances_among_candidates_go_to_the_lower_row():
     vectors = np.array([[9.0, 9.0], [0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0]])
     found = np.array([[4, 2, 0, 3, 1]])  # candidates in faiss's order, four at distance 1
-    ids = neighbors._top_k(vectors, np.zeros((1, 2)), found, 3)
+    ids, _ = neighbors._top_k(vectors, np.zeros((1, 2)), found, 3)
     assert ids.tolist() == [[1, 2, 3]]
 
 
@@ -152,3 +152,12 @@ def test_rows_that_only_rounding_tells_apart_are_decided_by_the_float64_distance
         np.testing.assert_array_equal(
             exact_k_nearest(vectors, queries, k), brute_force(vectors, queries, k)
         )
+
+
+@pytest.mark.parametrize("scale", [1e6, 1e12, 1e15])
+def test_queries_far_beyond_the_table_still_get_the_smallest_float64_distances(glove_5k, scale):
+    # Madlib's noise at a tiny epsilon: every row is nearly equidistant, and the float64
+    # distances round by more than they differ; the answer is still their k smallest.
+    queries = noisy_queries(glove_5k, 60, scale, seed=8)
+    ids, _ = get_index(glove_5k).k_nearest(queries, 3)
+    np.testing.assert_array_equal(ids, brute_force(glove_5k.vectors, queries, 3))
