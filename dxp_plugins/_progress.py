@@ -17,7 +17,7 @@ from typing import Any
 def progress_bar(progress: bool | None, **options: Any) -> Any:
     """A tqdm bar writing to stderr (``options``: tqdm's), or a disabled one."""
     stream = sys.stderr
-    show = progress if progress is not None else _is_terminal(stream)
+    show = progress if progress is not None else is_terminal(stream)
     if not show or stream is None:
         from tqdm.std import tqdm as hidden
 
@@ -27,7 +27,8 @@ def progress_bar(progress: bool | None, **options: Any) -> Any:
     return tqdm(file=stream, **options)
 
 
-def _is_terminal(stream: Any) -> bool:
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is an open terminal."""
     try:
         return bool(stream is not None and stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream

@@ -40,6 +40,7 @@ error):
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import re
@@ -279,7 +280,9 @@ def resolve(registry: catalogue.Registry, name: str, *, setting: str | None = No
             if registry is token_filters or registry is masks
             else ""
         )
-        raise ValueError(f"{unknown} {name!r}; available: {available}{hint}")
+        close = difflib.get_close_matches(name.lower(), sorted(found), n=1, cutoff=0.75)
+        guess = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"{unknown} {name!r}; available: {available}{guess}{hint}")
     return _load(_kind(registry), name, _choose(registry, name, listed))
 
 

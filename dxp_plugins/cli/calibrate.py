@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._progress import is_terminal
 from .._validation import check_epsilon, check_probability
 from ..errors import DxpWarning, PrivacyWarning
 from .process import CLIError, _raise_if_stopped, _signals_held
@@ -191,7 +192,7 @@ def _evaluate(
 
     # None: a bar when stderr is a terminal, else one line per epsilon; nothing when closed
     progress = False if sys.stderr is None else args.progress
-    log_lines = progress is None and not _is_terminal(sys.stderr)
+    log_lines = progress is None and not is_terminal(sys.stderr)
     started = time.monotonic()
 
     def mechanism(epsilon: float) -> Any:
@@ -417,13 +418,6 @@ def _write_staged(
 FIGURES = ("nw_sw_histograms.png", "nw_sw_curves.png")
 #: Every file a run writes into --out (a previous run's are removed before these go in).
 OUTPUTS = ("calibration.csv", "summary.csv", "summary.json", *FIGURES)
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return False
 
 
 def _check_folder(name: str) -> None:

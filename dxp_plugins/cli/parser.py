@@ -17,6 +17,14 @@ from .settings import _labels
 
 
 class _Parser(argparse.ArgumentParser):
+    """argparse, with errors that point to --help and no abbreviated options: ``--eps``
+    for ``--epsilon`` would change meaning the day an option ``--eps...`` is added, and
+    silently break the scripts that used it (CLI review 30 F11)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
@@ -321,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
         action=_Once,
         metavar="FILE",
         help=(
-            "write the guarantee as JSON ('-' for stderr), with the largest document's tokens "
+            "write the guarantee as JSON ('-' for stderr, after the text and any warnings: "
+            "for JSON alone give a file, or /dev/fd/3 with 3>report.json), with the largest "
+            "document's tokens "
             "and spend; never where the private text goes "
             "(refused). A run that fails after writing documents to stdout (or an -o written "
             'through) still reports them, marked "complete": false, as does one whose reader '
@@ -332,7 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar on stderr (default: when stderr is a terminal)",
+        help=(
+            "progress bar on stderr (default: when stderr is a terminal and the private text "
+            "is not written to it; TQDM_DISABLE=1 hides it too)"
+        ),
     )
     priv.set_defaults(handler=_privatize)
 

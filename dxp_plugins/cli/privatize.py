@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from contextlib import ExitStack, closing, contextmanager
 from typing import IO, Any
 
 from .._optional import tagger_hint
+from .._progress import is_terminal
 from ..errors import DxpWarning, OOVError, TextTooLongError
 from .process import CLIError, _hold_signals, _signals_held, _WarningPrinter
 from .records import (
@@ -414,7 +416,16 @@ def _progress_bar(
     disable = True if sys.stderr is None else _no_progress(args)
     with _signals_held():  # a Ctrl-C inside tqdm's __init__ left a half-built bar, whose
         # __del__ printed a traceback after "dxp: interrupted" (seen on tqdm 4.66)
-        bar = tqdm(desc=description, unit="doc", total=total, file=sys.stderr, disable=disable)
+        bar = tqdm(
+            desc=description,
+            unit="doc",
+            total=total,
+            file=sys.stderr,
+            disable=disable,
+            # given, so TQDM_ASCII=1 (which tqdm reads as a one-glyph string and divides by
+            # zero on, failing the run) cannot reach it; TERM=dumb gets plain ASCII
+            ascii=True if os.environ.get("TERM") == "dumb" else None,
+        )
     with bar:
         printer = warnings.showwarning
         if bar.disable or not isinstance(printer, _WarningPrinter):
@@ -428,7 +439,11 @@ def _progress_bar(
             printer.write = previous
 
 
-def _no_progress(args: argparse.Namespace) -> bool | None:
-    if args.progress is None:
-        return None  # tqdm: disabled when stderr is not a terminal
-    return not args.progress
+def _no_progress(args: argparse.Namespace) -> bool:
+    """Hidden unless asked for (``--progress``) or stderr is a terminal, and by default also
+    when the private text is written to the terminal itself, where the bar shared its lines
+    (CLI review 30 F1), or ``TQDM_DISABLE`` is set."""
+    if args.progress is not None:
+        return not args.progress
+    text_on_terminal = args.output == "-" and is_terminal(sys.stdout)
+    return not is_terminal(sys.stderr) or text_on_terminal or bool(os.environ.get("TQDM_DISABLE"))

@@ -17,6 +17,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from .._progress import is_terminal
 from ..errors import DxpWarning, PrivacyWarning
 from .process import CLIError
 from .report import _Unprotected
@@ -500,6 +501,12 @@ def _check_input(name: str) -> None:
     if name == "-":
         if sys.stdin is None:
             raise CLIError("stdin is closed")
+        if is_terminal(sys.stdin):  # a run without FILES would otherwise wait in silence
+            print(
+                "dxp: reading from the terminal: type or paste the text, then Ctrl-D",
+                file=sys.stderr,
+                flush=True,
+            )
         return
     path = Path(name)
     if not _readable_input(path):
