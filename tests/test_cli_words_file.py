@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import stat
 import sys
 
 import pytest
@@ -126,3 +128,29 @@ def test_the_help_says_to_keep_the_output_private(capsys, monkeypatch):
     assert "--words-file FILE" in text
     assert "keep --out as private as those texts" in text
     assert "Not with --words, --word-pool or --word-seed" in text
+
+
+def test_the_files_naming_the_words_are_private_whatever_the_umask(tmp_path, capsys):
+    words = tmp_path / "words.txt"
+    words.write_text("the city team music\n")
+    out = tmp_path / "new" / "calib"
+    previous = os.umask(0o022)
+    try:
+        code, _, err = run(["calibrate", "--words-file", words, "--out", out, *SMALL], capsys)
+    finally:
+        os.umask(previous)
+    assert code == 0, err
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    for name in ("calibration.csv", "summary.csv", "summary.json"):
+        assert stat.S_IMODE((out / name).stat().st_mode) == 0o600, name
+
+
+def test_a_sampled_run_keeps_the_usual_modes(tmp_path, capsys):
+    out = tmp_path / "calib"
+    previous = os.umask(0o022)
+    try:
+        code, _, err = run(["calibrate", "--words", "3", "--out", out, *SMALL], capsys)
+    finally:
+        os.umask(previous)
+    assert code == 0, err
+    assert stat.S_IMODE((out / "summary.json").stat().st_mode) == 0o644

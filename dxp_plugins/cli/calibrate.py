@@ -42,6 +42,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             lambda staging: _write_staged(
                 args, staging, results, summaries, choice, table, len(words)
             ),
+            private=args.words_file is not None,
         )
     except OSError as error:  # "dxp: error: Is a directory" named no file (CLI review F5)
         name = error.filename2 or error.filename  # os.replace(temporary, target): the target
@@ -323,7 +324,7 @@ def _alive(pid: int) -> bool:
 
 
 def _write(
-    given: str, out: Path, stage: Callable[[Path], list[str]]
+    given: str, out: Path, stage: Callable[[Path], list[str]], *, private: bool = False
 ) -> tuple[list[str], list[str]]:
     """Write the tables, the JSON report and the figures into ``out`` (``--out`` as
     ``given``; ``stage`` writes them into a folder and names them); returns the files
@@ -331,8 +332,14 @@ def _write(
     folder inside ``out`` first; then, with signals held, the previous run's files are
     removed (summary.json first) and the new ones moved into place (summary.json last): an
     interrupted or failing run leaves the previous run's files, or only its own, never new
-    results beside old figures (CLI review F4: figures take seconds to draw)."""
+    results beside old figures (CLI review F4: figures take seconds to draw).
+
+    ``private`` (``--words-file``: the tables name the user's words): a folder this run
+    creates is 0700 and every file 0600, whatever the umask (a newcomer's review found
+    them world-readable beside the advice to keep them private)."""
     try:
+        if private and not out.exists():
+            out.mkdir(mode=0o700, parents=True)
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CLIError(f"cannot create {given}: {error.strerror}") from None
@@ -349,6 +356,9 @@ def _write(
             error.filename = _final_name(error.filename, staging, out)
             raise
         written = [name for name in drawn if (staging / name).is_file()]
+        if private:
+            for name in written:
+                (staging / name).chmod(0o600)
         stale = [name for name in FIGURES if name not in written and (out / name).is_file()]
         with _signals_held():  # not split by Ctrl-C: the previous run's files, then these
             _raise_if_stopped()  # a stop dropped while drawing: no new files
