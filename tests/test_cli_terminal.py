@@ -152,3 +152,54 @@ def test_the_cli_module_runs_from_this_checkout():
     import dxp_plugins
 
     assert Path(dxp_plugins.__file__).parents[1] == Path(__file__).resolve().parents[1]
+
+
+def test_lists_are_scriptable(capsys):
+    import json
+
+    assert main(["mechanisms", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert set(listed) >= {"madlib", "tem", "brr"}
+    assert listed["madlib"].startswith("Madlib")
+
+
+def test_a_long_plugin_name_stays_clear_of_its_summary(capsys):
+    from dxp_plugins import registry as reg
+    from tests.door_fixtures import own_registrations_undone
+
+    name = "company-internal-order-identifiers"
+    with own_registrations_undone():
+
+        @reg.masks.register(name)
+        def orders(token):
+            """Order numbers."""
+            return False
+
+        assert main(["masks", "list"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(name))
+    assert line.split() == [name, "Order", "numbers."]
+    assert line[len(name) : len(name) + 2] == "  "
+
+
+def test_every_help_example_parses():
+    import shlex
+
+    from dxp_plugins.cli.parser import CALIBRATE_EXAMPLES, EXAMPLES, build_parser
+
+    parser = build_parser()
+    examples = [
+        line.strip()
+        for line in f"{EXAMPLES}\n{CALIBRATE_EXAMPLES}".splitlines()
+        if line.strip().startswith("dxp ")
+    ]
+    assert len(examples) >= 9
+    for line in examples:
+        parser.parse_args(shlex.split(line, comments=True)[1:])
+
+
+def test_calibrate_takes_o_for_its_folder(tmp_path, capsys):
+    code = main(
+        ["calibrate", "--epsilons", "20", "--words", "2", "--samples", "5", "--no-figures"]
+        + ["--vocab-size", "1000", "-o", str(tmp_path / "c")]
+    )
+    assert code == 0 and (tmp_path / "c" / "summary.json").is_file()

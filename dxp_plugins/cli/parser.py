@@ -133,6 +133,13 @@ def _key_value(text: str) -> tuple[str, Any]:
     return key.replace("-", "_"), value
 
 
+#: Shown under ``dxp calibrate --help``.
+CALIBRATE_EXAMPLES = """examples:
+  dxp calibrate --epsilons 5,10,20,40 --words 100 --vocab-size 100000 --out calib/
+  dxp calibrate --epsilons 2,3,5,8 --max-n-w 0.5 --min-s-w 50 --refine 3 --out calib/
+  dxp calibrate --mechanism tem --epsilons 1,2,3,5 --vocab-size 20000 --out calib-tem/
+  dxp calibrate --words-file my_texts.txt --epsilons 3,5,10 --out calib-mine/  # private"""
+
 #: Shown under ``dxp --help`` and ``dxp privatize --help`` (the README's commands).
 EXAMPLES = """examples:
   dxp privatize notes.txt --epsilon 3 --report guarantee.json    # a document per line
@@ -207,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
         action=_Once,
         type=float,
         required=True,
-        help="privacy parameter per unit of the mechanism's metric, per token (Madlib, TEM: "
-        "per unit of embedding distance; BRR: per bit in which two words' codes differ)",
+        help="required: privacy parameter per unit of the mechanism's metric, per token "
+        "(Madlib, TEM: per unit of embedding distance; BRR: per bit in which two words' codes "
+        "differ); no default, calibrate it (dxp calibrate)",
     )
     _add_mechanism_options(priv)
     priv.add_argument(
@@ -216,7 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
         action=_Once,
         default="unk",
         choices=["unk", "raise", "passthrough"],
-        help="out-of-vocabulary policy (default: unk)",
+        help=(
+            "out-of-vocabulary words: unk (default) privatizes them from a fixed public point, "
+            "so they never appear in the output; raise refuses the run before any noise; "
+            "passthrough releases them raw (unprotected, warned, counted)"
+        ),
     )
     priv.add_argument(
         "--seed",
@@ -363,7 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
         listing.add_argument(
             "--code", action=_Once, metavar="FILE.py", help="import FILE.py first (see privatize)"
         )
-        listing.set_defaults(handler=lambda args, kind=kind: _list(kind))
+        listing.add_argument(
+            "--json", action="store_true", help="one JSON object of name: summary, for scripts"
+        )
+        listing.set_defaults(handler=lambda args, kind=kind: _list(kind, as_json=args.json))
     return parser
 
 
@@ -404,7 +419,12 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
         "decoded: 2024 is an int; '\"2024\"' keeps a str)",
     )
     parser.add_argument(
-        "--vocab-size", action=_Once, type=int, help="keep the N most frequent words"
+        "--vocab-size",
+        action=_Once,
+        type=int,
+        metavar="N",
+        help="keep the N most frequent words (default: the whole table, 400k for GloVe; "
+        "100000 is 2.7x faster)",
     )
     parser.add_argument(
         "--index",
@@ -437,11 +457,21 @@ def _add_tem_brr_options(parser: argparse.ArgumentParser) -> None:
     tem_brr.add_argument("--n-bits", action=_Once, type=int, help="BRR: code length (default 256)")
 
 
-def _list(kind: str) -> int:
+def _list(kind: str, *, as_json: bool = False) -> int:
+    """The registered names and their summaries: a column of names two spaces clear of the
+    longest (a plugin's long name ran into its summary at a fixed 24), or JSON."""
     from .. import registry
 
-    for name, summary in registry.describe(getattr(registry, kind)).items():
-        print(f"{name:24s} {summary.replace('``', '')}")  # docstring markup, not for a terminal
+    listed = {
+        name: summary.replace("``", "")  # docstring markup, not for a terminal
+        for name, summary in registry.describe(getattr(registry, kind)).items()
+    }
+    if as_json:
+        print(json.dumps(listed, indent=2, ensure_ascii=False))
+        return 0
+    width = max([25, *(len(name) + 2 for name in listed)])
+    for name, summary in listed.items():
+        print(f"{name:{width}s}{summary}")
     return 0
 
 
@@ -470,7 +500,7 @@ def _add_calibrate(commands: Any) -> None:
             "et al. 2020, Section 4.1). The words are a sample of the public vocabulary\n"
             "(--words, --word-pool, --word-seed), or the words your texts use (--words-file)."
         ),
-        epilog=EXIT_STATUS,  # raw: the table keeps its columns
+        epilog=f"{CALIBRATE_EXAMPLES}\n\n{EXIT_STATUS}",  # raw: the table keeps its columns
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cal.add_argument(
@@ -486,7 +516,12 @@ def _add_calibrate(commands: Any) -> None:
         help="epsilon values to evaluate, e.g. 5,10,20,40",
     )
     cal.add_argument(
-        "--out", action=_Once, required=True, metavar="DIR", help="output folder (created)"
+        "-o",
+        "--out",
+        action=_Once,
+        required=True,
+        metavar="DIR",
+        help="output folder (created)",
     )
     cal.add_argument(
         "--words",
@@ -559,7 +594,7 @@ def _add_calibrate(commands: Any) -> None:
         action=_Once,
         type=int,
         default=0,
-        help="bisection steps above the best epsilon listed",
+        help="bisection steps above the best epsilon listed (default: 0)",
     )
     _add_mechanism_options(cal)
     cal.add_argument(
