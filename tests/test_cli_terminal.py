@@ -198,8 +198,6 @@ def test_every_help_example_parses():
 
 
 def test_calibrate_takes_o_for_its_folder(tmp_path, capsys):
-    code = main(
-        ["calibrate", "--epsilons", "20", "--words", "2", "--samples", "5", "--no-figures"]
-        + ["--vocab-size", "1000", "-o", str(tmp_path / "c")]
-    )
+    small = ["--words", "2", "--samples", "5", "--no-figures", "--vocab-size", "1000"]
+    code = main(["calibrate", "--epsilons", "20", *small, "-o", str(tmp_path / "c")])
     assert code == 0 and (tmp_path / "c" / "summary.json").is_file()
