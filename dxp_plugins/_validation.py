@@ -95,6 +95,30 @@ def check_matrix(values: Any, name: str = "vectors") -> np.ndarray:
     return array
 
 
+#: The first bytes of compressed files a user may pass instead of their text.
+_COMPRESSED = {
+    b"\x1f\x8b": "gzip",
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"PK\x03\x04": "zip",
+}
+
+
+def _encoding_hint(start: bytes) -> str:
+    """What to do about bytes that are not UTF-8, from how they start (never quoting them):
+    UTF-16, a compressed file, or another encoding."""
+    if start[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return (
+            ": it starts with a UTF-16 byte-order mark (convert it to UTF-8, e.g. "
+            "iconv -f UTF-16 -t UTF-8)"
+        )
+    for magic, kind in _COMPRESSED.items():
+        if start.startswith(magic):
+            return f": it looks {kind}-compressed (decompress it first)"
+    return ": in another encoding? convert it to UTF-8 first (e.g. iconv -f WINDOWS-1252 -t UTF-8)"
+
+
 def check_text(value: Any, name: str = "text") -> str:
     """Return ``value`` as str; bytes are decoded as strict UTF-8 (PRIVACY.md 25). A str
     with a lone surrogate (e.g. from a JSON escape) is refused: it has no UTF-8 form."""
@@ -112,12 +136,7 @@ def check_text(value: Any, name: str = "text") -> str:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError as error:
             # The default message quotes the offending byte: report only its position.
-            hint = ""
-            if bytes(value[:2]) in (b"\xff\xfe", b"\xfe\xff"):
-                hint = (
-                    ": it starts with a UTF-16 byte-order mark (convert it to UTF-8, e.g. "
-                    "iconv -f UTF-16 -t UTF-8)"
-                )
+            hint = _encoding_hint(bytes(value[:8]))
             raise ValueError(
                 f"{name} is not valid UTF-8 (byte offset {error.start}){hint}"
             ) from None

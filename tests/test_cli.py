@@ -16,6 +16,9 @@ import pytest
 
 from dxp_plugins.cli import main
 
+#: The hint after a line that is not UTF-8 (nor UTF-16, nor compressed).
+OTHER = ": in another encoding? convert it to UTF-8 first (e.g. iconv -f WINDOWS-1252 -t UTF-8)"
+
 FAST = ["--vocab-size", "5000"]
 
 
@@ -993,7 +996,7 @@ def test_a_failed_run_to_a_file_releases_nothing_and_reports_nothing(tmp_path, c
     source.write_bytes(b"hockey team\n" * 3 + b"caf\xe9\n")
     args = ["privatize", source, "-e", 300, "-o", out, "--report", report, "--batch-size", 2]
     code, _, err = run([*args, *FAST], capsys)
-    assert code == 1 and err.endswith("line 4 is not valid UTF-8 (byte offset 3)\n")
+    assert code == 1 and err.endswith(f"line 4 is not valid UTF-8 (byte offset 3){OTHER}\n")
     assert not out.exists() and not report.exists()
 
 

@@ -239,7 +239,7 @@ def test_a_failed_run_reports_the_nulls_it_wrote(tmp_path, capsys, monkeypatch):
     argv = ["privatize", "--field", "body", "--null", "keep", "--keep-fields", "*"]
     code, out, err = run([*argv, "-e", 300, "--batch-size", 1, "--report", report, *FAST], capsys)
     assert code == 1 and out.count("\n") == 3, err
-    assert "line 4: field 'body' is missing or not a string" in err and "zq7" not in err
+    assert "line 4: field 'body' is a number, not a string" in err and "zq7" not in err
     partial = json.loads(report.read_text())
     assert partial["complete"] is False and partial["documents"] == 3
     assert partial["records_with_null_field"] == 2
@@ -251,21 +251,29 @@ def test_a_stream_failing_while_held_back_writes_nothing(tmp_path, capsys, monke
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     argv = ["privatize", "--field", "body", "--null", "keep", "--keep-fields", "*", "-e", 300]
     code, out, err = run([*argv, "--batch-size", 1, "--report", tmp_path / "r.json"], capsys)
-    assert code == 1 and out == "" and "line 2: field 'body' is missing" in err, err
+    assert code == 1 and out == "" and "line 2: field 'body' is a number" in err, err
     assert not (tmp_path / "r.json").exists()
 
 
 @pytest.mark.parametrize("null", ["error", "keep"])
 @pytest.mark.parametrize(
-    "bad", ['{"id": 1}', '{"body": 5}', '{"body": ["a"]}', '{"body": {"a": null}}', "[null]"]
+    ("bad", "problem"),
+    [
+        ('{"id": 1}', "is missing"),
+        ('{"body": 5}', "is a number, not a string"),
+        ('{"body": ["a"]}', "is a list, not a string"),
+        ('{"body": {"a": null}}', "is an object, not a string"),
+        ('{"body": true}', "is true or false, not a string"),
+        ("[null]", "is missing: the record is not a JSON object"),
+    ],
 )
-def test_missing_and_non_string_fields_stay_errors(tmp_path, capsys, bad, null):
+def test_missing_and_non_string_fields_stay_errors(tmp_path, capsys, bad, problem, null):
     source = tmp_path / "in.jsonl"
     source.write_text('{"body": "team"}\n' + bad + "\n")
     argv = ["privatize", source, "--field", "body", "--null", null, "-e", 300, *FAST]
     code, out, err = run(argv, capsys)
     assert code == 1 and out == "" and err.count("\n") == 1, err
-    assert "line 2: field 'body' is missing or not a string" in err
+    assert err.rstrip().endswith(f"line 2: field 'body' {problem}")
 
 
 def test_null_applies_to_jsonl_only_and_makes_stdin_jsonl(tmp_path, capsys, monkeypatch):
@@ -391,6 +399,5 @@ def test_a_nested_field_name_gets_a_hint(tmp_path, capsys, monkeypatch):
     code, out, err = run(["privatize", source, "--field", "meta.body", "-e", 300], capsys)
     assert code == 1 and out == "" and "zq7" not in err, err
     assert err.rstrip().endswith(
-        "field 'meta.body' is missing or not a string (--field names a top-level key: "
-        "nested fields are not read)"
+        "field 'meta.body' is missing (--field names a top-level key: nested fields are not read)"
     )

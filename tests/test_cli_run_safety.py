@@ -14,6 +14,9 @@ import pytest
 
 from dxp_plugins.cli import main
 
+#: The hint after a line that is not UTF-8 (nor UTF-16, nor compressed).
+OTHER = ": in another encoding? convert it to UTF-8 first (e.g. iconv -f WINDOWS-1252 -t UTF-8)"
+
 FAST = ["--vocab-size", "5000"]
 
 
@@ -43,7 +46,7 @@ GOOD = b'{"id": 1, "text": "the hockey team"}\n' * 5
         ("in.txt", b"hockey caf\xe9\n", [], "in.txt, line 6 is not valid UTF-8 (byte offset 10)"),
         ("in.jsonl", b'{"text": "zq7secret"\n', [], "in.jsonl, line 6: not valid JSON"),
         ("in.jsonl", b'{"text": null}\n', [], "line 6: field 'text' is null (--null keep writes"),
-        ("in.jsonl", b'{"text": 12345}\n', [], "line 6: field 'text' is missing or not"),
+        ("in.jsonl", b'{"text": 12345}\n', [], "line 6: field 'text' is a number, not a"),
         ("in.jsonl", b'{"body": "zq7secret"}\n', [], "line 6: field 'text' is missing"),
         (
             "in.jsonl",
@@ -91,7 +94,7 @@ def test_every_file_is_checked_before_the_first_is_privatized(tmp_path, capsys, 
     second.write_bytes(b"the team\ncaf\xe9\n")
     code, out, err = run(["privatize", first, second, "-e", 300, *FAST], capsys)
     assert code == 1 and out == ""
-    assert err.endswith("b.txt, line 2 is not valid UTF-8 (byte offset 3)\n")
+    assert err.endswith(f"b.txt, line 2 is not valid UTF-8 (byte offset 3){OTHER}\n")
 
 
 def test_the_progress_bar_has_a_total_for_regular_files(tmp_path, capsys, monkeypatch):

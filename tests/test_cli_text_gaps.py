@@ -15,6 +15,9 @@ import pytest
 
 from tests.test_cli import FAST, run
 
+#: The hint after a line that is not UTF-8 (nor UTF-16, nor compressed).
+OTHER = ": in another encoding? convert it to UTF-8 first (e.g. iconv -f WINDOWS-1252 -t UTF-8)"
+
 CANARY = "zq7canaryxx"
 
 
@@ -82,7 +85,9 @@ def test_p21_a_failed_run_to_a_replaced_file_reports_nothing_from_stdin(
     out, report = tmp_path / "out.txt", tmp_path / "report.json"
     args = ["privatize", "-e", 300, "-o", out, "--report", report, "--batch-size", 2, *FAST]
     code, _, err = run(args, capsys)
-    assert code == 1 and err.endswith("stdin, line 4 is not valid UTF-8 (byte offset 3)\n"), err
+    assert code == 1 and err.endswith(
+        f"stdin, line 4 is not valid UTF-8 (byte offset 3){OTHER}\n"
+    ), err
     assert not out.exists() and not report.exists()
 
 

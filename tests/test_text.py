@@ -585,8 +585,10 @@ def test_utf16_input_is_named_in_the_error():
 
     with pytest.raises(ValueError, match="UTF-16 byte-order mark"):
         check_text("hello".encode("utf-16"), "line 1")
-    with pytest.raises(ValueError, match=r"not valid UTF-8 \(byte offset 0\)$"):
+    with pytest.raises(ValueError, match=r"not valid UTF-8 \(byte offset 0\): in another encoding"):
         check_text(b"\xe9t\xe9", "line 1")
+    with pytest.raises(ValueError, match="it looks gzip-compressed"):
+        check_text(b"\x1f\x8b\x08\x00", "line 1")
 
 
 NFC_TEXT = "We met at the café. She sent her résumé. The coach is José. Naïveté."

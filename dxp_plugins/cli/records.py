@@ -160,7 +160,13 @@ def _field_texts(record: Any, args: argparse.Namespace, where: str) -> tuple[str
             hint = ""
             if "." in field and isinstance(record, dict) and field.split(".")[0] in record:
                 hint = " (--field names a top-level key: nested fields are not read)"
-            raise CLIError(f"{where}: field {field!r} is missing or not a string{hint}")
+            if not isinstance(record, dict):
+                problem = "is missing: the record is not a JSON object"
+            elif field not in record:
+                problem = "is missing"
+            else:  # its JSON type, never its value
+                problem = f"is {_JSON_TYPES.get(type(value), 'a value')}, not a string"
+            raise CLIError(f"{where}: field {field!r} {problem}{hint}")
     return tuple(texts)
 
 
@@ -493,6 +499,16 @@ def _warn_absent(copied: _Copied) -> None:
         names = ", ".join(map(repr, absent))
         fields = f"field {names} was" if len(absent) == 1 else f"fields {names} were"
         warnings.warn(f"--keep-fields: {fields} in no record", DxpWarning, stacklevel=1)
+
+
+#: How a JSON value that is not a string is named in an error (never its value).
+_JSON_TYPES = {
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    list: "a list",
+    dict: "an object",
+}
 
 
 def _check_input(name: str) -> None:
