@@ -59,13 +59,13 @@ def test_queries_float32_cannot_separate_are_searched_exactly(monkeypatch):
     table = dxp.EmbeddingTable([f"w{i}" for i in range(300)], vectors)
     queries = 1e-3 * rng.normal(size=(40, 8))
     searched = []
-    real = neighbors.exact_k_nearest
+    real = neighbors._exact_k_rows
 
     def spy(vectors, queries, k):
         searched.append(len(queries))
         return real(vectors, queries, k)
 
-    monkeypatch.setattr(neighbors, "exact_k_nearest", spy)
+    monkeypatch.setattr(neighbors, "_exact_k_rows", spy)
     ids, _ = get_index(table).k_nearest(queries, 5)
     assert sum(searched) == 40
     np.testing.assert_array_equal(ids, brute_force(table.vectors, queries, 5))
@@ -73,13 +73,13 @@ def test_queries_float32_cannot_separate_are_searched_exactly(monkeypatch):
 
 def test_faiss_candidates_answer_almost_every_glove_query(glove_5k, monkeypatch):
     searched = []
-    real = neighbors.exact_k_nearest
+    real = neighbors._exact_k_rows
 
     def spy(vectors, queries, k):
         searched.append(len(queries))
         return real(vectors, queries, k)
 
-    monkeypatch.setattr(neighbors, "exact_k_nearest", spy)
+    monkeypatch.setattr(neighbors, "_exact_k_rows", spy)
     get_index(glove_5k).k_nearest(noisy_queries(glove_5k, 2000, 0.5, seed=6), 3)
     assert sum(searched) < 20  # the float64 search is the rare path (0 in this run)
 
@@ -105,7 +105,8 @@ def test_exact_k_nearest_matches_a_full_sort(k):
     vectors = rng.normal(size=(5000, 6)).astype(np.float32)
     vectors[100] = vectors[4000]  # a tie: the lower row first
     queries = np.r_[rng.normal(size=(300, 6)), vectors[[4000]].astype(np.float64)]
-    found = exact_k_nearest(vectors, queries, k)
+    found, distances = exact_k_nearest(vectors, queries, k)
+    np.testing.assert_array_equal(distances, neighbors._distances_of(vectors, queries, found))
     np.testing.assert_array_equal(found, brute_force(vectors, queries, k))
 
 
@@ -150,7 +151,7 @@ def test_rows_that_only_rounding_tells_apart_are_decided_by_the_float64_distance
     queries = np.zeros((1, 12)) + 1e-30
     for k in (1, 5):
         np.testing.assert_array_equal(
-            exact_k_nearest(vectors, queries, k), brute_force(vectors, queries, k)
+            exact_k_nearest(vectors, queries, k).ids, brute_force(vectors, queries, k)
         )
 
 
@@ -161,3 +162,79 @@ def test_queries_far_beyond_the_table_still_get_the_smallest_float64_distances(g
     queries = noisy_queries(glove_5k, 60, scale, seed=8)
     ids, _ = get_index(glove_5k).k_nearest(queries, 3)
     np.testing.assert_array_equal(ids, brute_force(glove_5k.vectors, queries, 3))
+
+
+def spy_on_the_exact_search(monkeypatch) -> list[int]:
+    searched: list[int] = []
+    real = neighbors._exact_k_rows
+
+    def spy(vectors, queries, k):
+        searched.append(len(queries))
+        return real(vectors, queries, k)
+
+    monkeypatch.setattr(neighbors, "_exact_k_rows", spy)
+    return searched
+
+
+def test_a_table_with_identical_rows_keeps_the_fast_path(glove_5k, monkeypatch):
+    # One pair of twins made every query an exact float64 search (14x slower, a plugin
+    # author's review): each candidate now stands for its group.
+    vectors = glove_5k.vectors.copy()
+    vectors[4999] = vectors[4998]
+    vectors[10] = vectors[3]
+    table = dxp.EmbeddingTable(list(glove_5k.words), vectors)
+    queries = np.r_[noisy_queries(table, 300, 0.5, seed=9), vectors[[3, 4998]].astype(float)]
+    searched = spy_on_the_exact_search(monkeypatch)
+    found = get_index(table).k_nearest(queries, 3)
+    assert sum(searched) < 5
+    np.testing.assert_array_equal(found.ids, brute_force(table.vectors, queries, 3))
+    assert found.ids[-2, :2].tolist() == [3, 10] and found.ids[-1, :2].tolist() == [4998, 4999]
+
+
+def test_a_huge_group_of_identical_rows_is_searched_exactly(monkeypatch):
+    rng = np.random.default_rng(10)
+    vectors = rng.normal(size=(1000, 6))
+    vectors[100:400] = 0.0  # 300 zero rows, as some tables pad with
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(1000)], vectors)
+    queries = 0.01 * rng.normal(size=(20, 6))
+    searched = spy_on_the_exact_search(monkeypatch)
+    ids, _ = get_index(table).k_nearest(queries, 4)
+    assert sum(searched) == 20
+    np.testing.assert_array_equal(ids, brute_force(table.vectors, queries, 4))
+    assert ids[:, :4].tolist() == [[100, 101, 102, 103]] * 20
+
+
+def test_the_result_names_its_fields(glove_5k):
+    found = get_index(glove_5k).k_nearest(noisy_queries(glove_5k, 5, 0.5), 2)
+    assert found.ids.dtype == np.int64 and found.squared_distances.dtype == np.float64
+    ids, distances = found
+    assert ids is found.ids and distances is found.squared_distances
+
+
+def test_exact_k_nearest_checks_its_arguments():
+    vectors = np.eye(4)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        exact_k_nearest(vectors, np.zeros((1, 4)), 2.0)
+    with pytest.raises(ValueError, match="k must be at most the 4 rows of the table"):
+        exact_k_nearest(vectors, np.zeros((1, 4)), 5)
+    with pytest.raises(ValueError, match="finite"):
+        exact_k_nearest(vectors, np.full((1, 4), np.nan), 2)
+    with pytest.raises(ValueError, match=r"queries must have shape \(n, 4\)"):
+        exact_k_nearest(vectors, np.zeros((1, 3)), 2)
+    with pytest.raises(ValueError, match=r"queries must have shape \(n, 4\)"):
+        exact_k_nearest(vectors, np.zeros(4), 2)
+
+
+def test_a_clear_nearest_row_does_not_certify_the_k_th():
+    # The nearest row stands far ahead, but the 2nd and 3rd sit in a cluster float32
+    # cannot order: the certificate is the k-th candidate's lead, not the first's.
+    rng = np.random.default_rng(11)
+    dim = 8
+    far = 1000.0 * rng.normal(size=(3, dim))
+    cluster = np.full(dim, 10.0 / np.sqrt(dim)) + 1e-6 * rng.normal(size=(200, dim))
+    vectors = np.r_[far, np.zeros((1, dim)), cluster]
+    table = dxp.EmbeddingTable([f"w{i}" for i in range(len(vectors))], vectors)
+    queries = 1e-4 * rng.normal(size=(30, dim))
+    ids, _ = get_index(table).k_nearest(queries, 3)
+    assert (ids[:, 0] == 3).all()
+    np.testing.assert_array_equal(ids, brute_force(table.vectors, queries, 3))
