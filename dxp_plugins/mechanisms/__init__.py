@@ -11,13 +11,23 @@ from .._random import RandomSource
 from ..embeddings.table import EmbeddingTable
 from .base import OOV_POLICIES, Mechanism
 
-_LAZY = {"Madlib": ".madlib", "TEM": ".tem", "BRR": ".brr"}
+_LAZY = {"Madlib": ".madlib", "TEM": ".tem", "BRR": ".brr", "madlib_noise": ".madlib"}
 
-__all__ = ["BRR", "OOV_POLICIES", "TEM", "Madlib", "Mechanism", "RandomSource", "make_mechanism"]
+__all__ = [
+    "BRR",
+    "OOV_POLICIES",
+    "TEM",
+    "Madlib",
+    "Mechanism",
+    "RandomSource",
+    "madlib_noise",
+    "make_mechanism",
+]
 
 if TYPE_CHECKING:
     from .brr import BRR as BRR
     from .madlib import Madlib as Madlib
+    from .madlib import madlib_noise as madlib_noise
     from .tem import TEM as TEM
 else:
     from .._lazy import lazy_exports

@@ -37,6 +37,14 @@ def sample_noise(rng: np.random.Generator, count: int, dim: int, epsilon: float)
     return direction
 
 
+def madlib_noise(rng: np.random.Generator, count: int, dim: int, epsilon: float) -> np.ndarray:
+    """``count`` noise vectors of Madlib's law, density proportional to
+    ``exp(-epsilon ||z||)`` in R^dim (§2.6: a uniform direction times a Gamma(dim,
+    1/epsilon) radius), for plugins that add Madlib's noise before another decoding (a
+    Vickrey-style choice): the sampler the T1 audit checks, drawn from ``rng``."""
+    return sample_noise(rng, count, dim, epsilon)
+
+
 class Madlib(Mechanism):
     """Madlib (Algorithm 1): ``epsilon * ||phi(w) - phi(w')||``-private word replacement.
 
