@@ -54,6 +54,8 @@ P_FAIL = 1e-6
 OOV_TOKEN = "zq7-not-a-word-canary"
 #: Copies of one word in one call, and as many single-word calls, of the fresh-noise check.
 COPIES = 1000
+#: The fresh-noise check of ``_sample`` runs at epsilon and at this multiple of it.
+LARGER = 10
 #: Threads, calls per thread, ids per call and rounds (until one differs) of the thread check.
 THREADS, CALLS, CALL_IDS, ROUNDS = 4, 25, 64, 5
 
@@ -309,20 +311,26 @@ def _fresh_noise(subject: _Subject) -> str:
     that only asks for more than one output (plugin review 29 F1). Then the same through
     ``privatize``, against those fresh draws: an override that draws each distinct token
     once per call or reuses a word's earlier output passed every check on ``_sample``
-    (mutation review 30)."""
+    (mutation review 30). The ``_sample`` checks run at :data:`LARGER` times epsilon too:
+    a Vickrey-style coin between the two nearest words, shared by a call's copies, hid at
+    epsilon 1, where the two are about equally likely (plugin review 30)."""
     mechanism = subject.build(random_state=SEED)
     epsilon = subject.epsilon
     fresh: np.ndarray | None = None
-    for row in (0, OOV_ID):
-        together = subject.sample(mechanism, np.full(COPIES, row), _generator(3, row + 1), epsilon)
-        apart = np.concatenate(
-            [
-                subject.sample(mechanism, np.array([row]), _generator(4, row + 1, i), epsilon)
-                for i in range(COPIES)
-            ]
-        )
-        fresh = apart if fresh is None else fresh
-        _same_law(subject, together, apart, f"{COPIES} copies of input {row} in one call")
+    larger = min(epsilon * LARGER, MAX_EPSILON)
+    for scale, at in enumerate(dict.fromkeys((epsilon, larger))):
+        for row in (0, OOV_ID):
+            key = (scale, row + 1)
+            together = subject.sample(mechanism, np.full(COPIES, row), _generator(3, *key), at)
+            apart = np.concatenate(
+                [
+                    subject.sample(mechanism, np.array([row]), _generator(4, *key, i), at)
+                    for i in range(COPIES)
+                ]
+            )
+            fresh = apart if fresh is None else fresh
+            what = f"{COPIES} copies of input {row} in one call at epsilon {at:g}"
+            _same_law(subject, together, apart, what)
     assert fresh is not None
     word = subject.table.words[0]
     rows = {token: row for row, token in enumerate(subject.table.words)}

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from dxp_plugins import testing
+from dxp_plugins import Mechanism, testing
 from dxp_plugins.testing import check_mechanism
 from tests.test_testing_helpers import KaryResponse, OptionWithoutDefault
 
@@ -249,3 +249,41 @@ def test_copies_drawn_once_are_also_caught_by_their_charge(monkeypatch):
     monkeypatch.setattr(testing, "_fresh_noise", lambda subject: "fresh noise")
     with pytest.raises(AssertionError, match=r"PRIVACY.md 12: the record of a release of 9 tokens"):
         check_mechanism(DedupesPerCall)
+
+
+# A Vickrey-style plugin (Madlib's noise, then a coin between the two nearest words): its
+# coin shared by a call's copies hides at epsilon 1 on the default table, where the two
+# nearest words are about equally likely (a plugin author's review, 2026-11-25).
+class Vickrey(Mechanism):
+    name = "vickrey-test"
+    metric = "euclidean"
+
+    def _coins(self, rng, count):
+        return rng.random(count)
+
+    def _sample(self, ids, rng, epsilon):
+        from dxp_plugins.mechanisms import madlib_noise
+        from dxp_plugins.neighbors import get_index
+
+        noisy = self._points(ids) + madlib_noise(rng, len(ids), self.embeddings.dim, epsilon)
+        nearest, squared = get_index(self.embeddings).k_nearest(noisy, 2)
+        first, second = np.sqrt(squared).T
+        total = first + second
+        keep_first = np.divide(second, total, out=np.ones_like(total), where=total > 0)
+        return np.where(self._coins(rng, len(ids)) < keep_first, nearest[:, 0], nearest[:, 1])
+
+
+class SharedCoinVickrey(Vickrey):
+    name = "shared-coin-vickrey-test"
+
+    def _coins(self, rng, count):
+        return np.full(count, rng.random())
+
+
+def test_a_vickrey_plugin_passes():
+    assert "fresh noise" in check_mechanism(Vickrey)
+
+
+def test_a_coin_shared_by_a_calls_copies_fails_at_the_default_epsilon():
+    with pytest.raises(AssertionError, match=r"PRIVACY.md 11: 1000 copies of input 0"):
+        check_mechanism(SharedCoinVickrey)
