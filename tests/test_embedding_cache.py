@@ -31,11 +31,27 @@ def load() -> dxp.EmbeddingTable:
     return dxp.load_embeddings("glove-6b-50d", vocab_size=VOCAB)
 
 
+def forget_loaded_tables() -> None:
+    """Every load here reads the cache folder: a table another test module left alive (the
+    doors keep the latest one) would be returned from memory instead, whatever DXP_CACHE
+    says (these tests failed after tests/test_cli_words_file.py, a diff review found)."""
+    from dxp_plugins.embeddings import shared
+
+    shared._LIVE_TABLES.clear()
+    shared._LATEST_TABLE.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_table_in_memory() -> None:
+    forget_loaded_tables()
+
+
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     """A cache root converted once for this module, and the fingerprint of the first
     ``VOCAB`` words read from it."""
     root = tmp_path_factory.mktemp("glove-cache")
+    forget_loaded_tables()  # a module fixture runs before the function ones
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DXP_CACHE", str(root))
         fingerprint = load().fingerprint
