@@ -10,6 +10,7 @@ choice is made here, and ``tqdm.auto`` is imported only for a bar that is shown.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -24,7 +25,15 @@ def progress_bar(progress: bool | None, **options: Any) -> Any:
         return hidden(disable=True, **options)
     from tqdm.auto import tqdm
 
+    options.setdefault("ascii", bar_glyphs())
     return tqdm(file=stream, **options)
+
+
+def bar_glyphs() -> bool | None:
+    """tqdm's ``ascii``, always given: left to the environment, ``TQDM_ASCII=1`` became a
+    one-glyph string that tqdm divides by zero on, failing the call (CLI review 30);
+    ``TERM=dumb`` gets plain ASCII, anything else tqdm's own choice."""
+    return True if os.environ.get("TERM") == "dumb" else None
 
 
 def is_terminal(stream: Any) -> bool:

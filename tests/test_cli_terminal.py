@@ -201,3 +201,37 @@ def test_calibrate_takes_o_for_its_folder(tmp_path, capsys):
     small = ["--words", "2", "--samples", "5", "--no-figures", "--vocab-size", "1000"]
     code = main(["calibrate", "--epsilons", "20", *small, "-o", str(tmp_path / "c")])
     assert code == 0 and (tmp_path / "c" / "summary.json").is_file()
+
+
+def test_an_abbreviation_of_a_required_option_is_named(lines, capsys):
+    # argparse names the missing --epsilon first; the real mistake is the abbreviation.
+    with pytest.raises(SystemExit) as stopped:
+        main(["privatize", str(lines), "--eps", "3"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized option(s) --eps (options are never abbreviated)" in err
+    with pytest.raises(SystemExit):
+        main(["privatize", "--", "--not-an-option"])  # after --, FILES only
+    assert "the following arguments are required: -e/--epsilon" in capsys.readouterr().err
+
+
+def test_tqdm_settings_cannot_fail_a_calibration(tmp_path):
+    small = ["--words", "2", "--samples", "5", "--no-figures", "--vocab-size", "1000"]
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dxp_plugins",
+            "calibrate",
+            "--epsilons",
+            "20",
+            *small,
+            "--progress",
+            "-o",
+            str(tmp_path / "c"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TQDM_ASCII": "1"},
+    )
+    assert result.returncode == 0, result.stderr

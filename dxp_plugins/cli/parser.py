@@ -24,9 +24,29 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self._arguments: list[str] = []
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._arguments = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
+        given = self._arguments
+        options = given[: given.index("--")] if "--" in given else given  # then FILES only
+        unknown = [
+            argument.split("=", 1)[0]
+            for argument in options
+            if argument.startswith("--")
+            and argument.split("=", 1)[0] not in self._option_string_actions
+        ]
+        if unknown and argument_required(message):  # argparse names the missing one first
+            message = f"unrecognized option(s) {', '.join(unknown)} (options are never abbreviated)"
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def argument_required(message: str) -> bool:
+    """Whether argparse's ``message`` is its missing-required-argument one."""
+    return message.startswith("the following arguments are required")
 
 
 #: The namespace attribute where :class:`_Once` notes the options already given.

@@ -15,7 +15,7 @@ from contextlib import ExitStack, closing, contextmanager
 from typing import IO, Any
 
 from .._optional import tagger_hint
-from .._progress import is_terminal
+from .._progress import bar_glyphs, is_terminal
 from ..errors import DxpWarning, OOVError, TextTooLongError
 from .process import CLIError, _hold_signals, _signals_held, _WarningPrinter
 from .records import (
@@ -422,9 +422,7 @@ def _progress_bar(
             total=total,
             file=sys.stderr,
             disable=disable,
-            # given, so TQDM_ASCII=1 (which tqdm reads as a one-glyph string and divides by
-            # zero on, failing the run) cannot reach it; TERM=dumb gets plain ASCII
-            ascii=True if os.environ.get("TERM") == "dumb" else None,
+            ascii=bar_glyphs(),
         )
     with bar:
         printer = warnings.showwarning

@@ -519,7 +519,8 @@ def _check_input(name: str) -> None:
             raise CLIError("stdin is closed")
         if is_terminal(sys.stdin):  # a run without FILES would otherwise wait in silence
             print(
-                "dxp: reading from the terminal: type or paste the text, then Ctrl-D",
+                "dxp: reading from the terminal: type or paste the text, then "
+                + ("Ctrl-Z and Enter" if os.name == "nt" else "Ctrl-D"),
                 file=sys.stderr,
                 flush=True,
             )
