@@ -56,6 +56,8 @@ OOV_TOKEN = "zq7-not-a-word-canary"
 COPIES = 1000
 #: The fresh-noise check of ``_sample`` runs at epsilon and at this multiple of it.
 LARGER = 10
+#: One-word calls of a secure build that must not all return one word.
+SECURE_CALLS = 200
 #: Threads, calls per thread, ids per call and rounds (until one differs) of the thread check.
 THREADS, CALLS, CALL_IDS, ROUNDS = 4, 25, 64, 5
 
@@ -338,7 +340,26 @@ def _fresh_noise(subject: _Subject) -> str:
     _same_law(subject, one_call, fresh, f"privatize of {COPIES} copies of {word!r} in one call")
     calls = np.array([rows[mechanism.privatize([word])[0]] for _ in range(COPIES)])
     _same_law(subject, calls, fresh, f"{COPIES} calls privatize([{word!r}])")
+    _secure_calls_vary(subject, word, fresh)
     return "fresh noise"
+
+
+def _secure_calls_vary(subject: _Subject, word: str, fresh: np.ndarray) -> None:
+    """Under secure randomness too, :data:`SECURE_CALLS` one-word calls of a word whose
+    fresh draws are spread (no output above 90%) do not all return one word: a plugin
+    reusing outputs only when unseeded passed every seeded check (diff review 30). Not a
+    test of the law (secure draws cannot be replayed): a correct mechanism fails it with
+    probability below 0.9^199, about 1e-9."""
+    if np.bincount(fresh).max() > 0.9 * len(fresh):
+        return
+    mechanism = subject.build(random_state=None)
+    outputs = {mechanism.privatize([word])[0] for _ in range(SECURE_CALLS)}
+    if len(outputs) == 1:
+        raise subject.broke(
+            "PRIVACY.md 11",
+            f"under secure randomness {SECURE_CALLS} calls privatize([{word!r}]) all returned "
+            "the same word, where seeded draws are spread: outputs are reused, not drawn",
+        )
 
 
 def _same_law(subject: _Subject, drawn: np.ndarray, fresh: np.ndarray, what: str) -> None:

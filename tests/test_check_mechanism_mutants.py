@@ -287,3 +287,25 @@ def test_a_vickrey_plugin_passes():
 def test_a_coin_shared_by_a_calls_copies_fails_at_the_default_epsilon():
     with pytest.raises(AssertionError, match=r"PRIVACY.md 11: 1000 copies of input 0"):
         check_mechanism(SharedCoinVickrey)
+
+
+class MemoisesWhenSecure(KaryNoLaw):
+    """Reuses each word's first output, but only when unseeded: every check of a seeded
+    build passed (a diff review, 2026-11-25)."""
+
+    name = "memoises-when-secure-test"
+
+    def privatize(self, tokens):
+        if self.rng_mode != "secure":
+            return super().privatize(tokens)
+        memo = self.__dict__.setdefault("_memo", {})
+        known = dict(memo)
+        out = super().privatize(tokens)
+        for token, word in zip(tokens, out, strict=True):
+            memo.setdefault(token, word)
+        return [known.get(token, word) for token, word in zip(tokens, out, strict=True)]
+
+
+def test_a_word_memoised_only_under_secure_randomness_fails():
+    with pytest.raises(AssertionError, match=r"PRIVACY.md 11: under secure randomness"):
+        check_mechanism(MemoisesWhenSecure)
