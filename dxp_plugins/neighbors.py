@@ -107,6 +107,9 @@ MIN_ROW_RADIUS = 1e-10
 EXACT_SLAB_ROWS = 4096
 #: :func:`exact_search` handles this many queries per matrix product.
 EXACT_QUERY_BLOCK = 256
+#: Largest query coordinate searched: squared distances of d coordinates stay finite in
+#: float64 (Madlib's noise at the smallest epsilon, 1e-12, reaches about 1e14).
+MAX_QUERY = 1e150
 #: Query-row pairs whose float64 distances are computed at once (8 d bytes each, twice).
 PAIR_CHUNK = 16_384
 _U32 = float(np.finfo(np.float32).eps) / 2  # unit roundoff
@@ -404,8 +407,7 @@ class NeighborIndex:
         queries = np.asarray(queries, dtype=np.float64)  # float64 noisy vectors stay float64
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise ValueError(f"queries must have shape (n, {self.dim})")
-        if not np.isfinite(queries).all():
-            raise ValueError("queries must be finite")
+        _check_finite(queries)
         return queries
 
     def k_nearest(self, queries: np.ndarray, k: int) -> Neighbors:
@@ -755,6 +757,15 @@ def _top_k(
     return ids, farthest - kth
 
 
+def _check_finite(queries: np.ndarray) -> None:
+    """Finite, and small enough that a squared distance stays finite in float64 (beyond
+    :data:`MAX_QUERY` every distance overflowed and the search found no row: -1)."""
+    if not np.isfinite(queries).all():
+        raise ValueError("queries must be finite")
+    if queries.size and float(np.abs(queries).max()) > MAX_QUERY:
+        raise ValueError(f"queries must lie within {MAX_QUERY:g} of the origin")
+
+
 def _checked_k(k: int, size: int) -> int:
     k = check_int(k, "k", minimum=1)
     if k > size:
@@ -794,8 +805,7 @@ def exact_k_nearest(vectors: np.ndarray, queries: np.ndarray, k: int) -> Neighbo
     queries = np.asarray(queries, dtype=np.float64)
     if vectors.ndim != 2 or queries.ndim != 2 or queries.shape[1] != vectors.shape[1]:
         raise ValueError(f"queries must have shape (n, {vectors.shape[-1]})")
-    if not np.isfinite(queries).all():
-        raise ValueError("queries must be finite")
+    _check_finite(queries)
     k = _checked_k(k, len(vectors))
     ids = _exact_k_rows(vectors, queries, k)
     return Neighbors(ids, _distances_of(vectors, queries, ids))

@@ -238,3 +238,16 @@ def test_a_clear_nearest_row_does_not_certify_the_k_th():
     ids, _ = get_index(table).k_nearest(queries, 3)
     assert (ids[:, 0] == 3).all()
     np.testing.assert_array_equal(ids, brute_force(table.vectors, queries, 3))
+
+
+def test_queries_whose_distances_would_overflow_are_refused(glove_5k):
+    index = get_index(glove_5k)
+    huge = np.full((1, 50), 1e160)
+    with pytest.raises(ValueError, match="queries must lie within 1e"):
+        index.search(huge, np.random.default_rng(0))  # it returned row -1
+    with pytest.raises(ValueError, match="queries must lie within 1e"):
+        index.k_nearest(huge, 1)
+    with pytest.raises(ValueError, match="queries must lie within 1e"):
+        exact_k_nearest(glove_5k.vectors, huge, 1)
+    ids, _ = index.k_nearest(np.full((1, 50), 1e14), 1)  # Madlib's noise at epsilon 1e-12
+    assert ids.shape == (1, 1)
