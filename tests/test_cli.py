@@ -72,6 +72,7 @@ def test_jsonl_writes_only_the_private_field(tmp_path, capsys):
     # An audit trail (compliance review F7): when, what a document was, and the output's hash.
     record = json.loads(report.read_text())
     assert record["unit"] == "line" and record["created_at"].endswith("+00:00")
+    assert record["report_format"] == 1 and next(iter(record)) == "report_format"
     assert record["output_sha256"] == hashlib.sha256(out.encode("utf-8")).hexdigest()
 
 

@@ -242,6 +242,10 @@ _INCOMPLETE = (
 )
 
 
+#: The ``report_format`` of the reports this version writes.
+REPORT_FORMAT = 1
+
+
 def _write_report(
     stream: IO[bytes] | None,
     run: _Released,
@@ -253,6 +257,9 @@ def _write_report(
     """The JSON report of ``run`` to ``stream`` (None: stderr, for ``--report -``);
     ``complete`` is False for the documents a failing run had already released."""
     report = {
+        # The layout of this JSON: raised when a key changes meaning or goes (added keys
+        # keep it), so a tool reading reports can refuse one it does not know.
+        "report_format": REPORT_FORMAT,
         "documents": run.listed,
         "complete": complete,
         "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
