@@ -1,6 +1,6 @@
 """Run the throughput benchmarks one after another (``bash dev.sh bench``).
 
-    python benchmarks/run_all.py            # Madlib, HNSW recall, TEM/BRR, doors, LPLP throughput
+    python benchmarks/run_all.py            # Madlib, HNSW recall, k_nearest, TEM/BRR, doors, LPLP
     python benchmarks/run_all.py --peers    # also the peer comparison (~30+ minutes)
 
 Each script prints its own table and writes benchmarks/results/*.json|md; the LPLP topic
@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = [
     ["bench_madlib.py"],
     ["hnsw_recall.py"],  # after bench_madlib.py, whose HNSW graphs it reads from the cache
+    ["bench_k_nearest.py"],
     ["bench_tem_brr.py"],
     ["bench_doors.py"],
     ["lplp_20news.py", "--throughput"],
