@@ -620,23 +620,22 @@ class HNSWIndex(NeighborIndex):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The graph's ``k + CANDIDATES - 1`` best rows (approximate: nothing certified;
         queries it answers with fewer than ``k`` rows are searched exactly)."""
-        wanted = min(k + CANDIDATES - 1, self.size)
-        with np.errstate(over="ignore"):
-            single = np.ascontiguousarray(queries, dtype=np.float32)
-        beam = _faiss().SearchParametersHNSW(efSearch=max(self._ef_search, wanted))
-        with _search_threads():
-            _, found = self._data.search(single, wanted, params=beam)
-        return np.asarray(found, dtype=np.int64), np.zeros(len(queries), dtype=bool), None
+        found = self._graph_search(queries, min(k + CANDIDATES - 1, self.size))
+        return found, np.zeros(len(queries), dtype=bool), None
 
     def _nearest(self, queries: np.ndarray) -> np.ndarray:
-        k = min(CANDIDATES, self._ef_search, self.size)
+        found = self._graph_search(queries, min(CANDIDATES, self._ef_search, self.size))
+        return _rerank(self._vectors, queries, found)
+
+    def _graph_search(self, queries: np.ndarray, wanted: int) -> np.ndarray:
+        """The graph's ``wanted`` best rows of each query (-1 where it found fewer), with a
+        beam of at least ``ef_search`` (an L2 graph: approximate, misses cost utility)."""
         with np.errstate(over="ignore"):
             single = np.ascontiguousarray(queries, dtype=np.float32)
-        faiss = _faiss()
-        beam = faiss.SearchParametersHNSW(efSearch=self._ef_search)  # per call: thread-safe
-        with _search_threads():  # an L2 graph: approximate, misses cost utility
-            _, found = self._data.search(single, k, params=beam)
-        return _rerank(self._vectors, queries, np.asarray(found, dtype=np.int64))
+        beam = _faiss().SearchParametersHNSW(efSearch=max(self._ef_search, wanted))  # per call
+        with _search_threads():
+            _, found = self._data.search(single, wanted, params=beam)
+        return np.asarray(found, dtype=np.int64)
 
     @property
     def nbytes(self) -> int:
@@ -725,12 +724,9 @@ def _rerank_ties(
     """:func:`_rerank`, and which queries have every candidate within ``tolerance`` of the
     best float64 distance (rows beyond the candidates may tie too, or win by rounding: only
     an exact search knows)."""
-    n, k = found.shape
     valid = found >= 0
     rows = np.where(valid, found, 0)
-    distances = squared_distances(np.repeat(queries, k, axis=0), vectors[rows.ravel()]).reshape(
-        n, k
-    )
+    distances = _distances_of(vectors, queries, rows)
     distances[~valid] = np.inf
     best = distances.min(axis=1, keepdims=True)
     tied = valid & (distances == best)
@@ -878,9 +874,7 @@ def exact_search(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
     factor = 8.0 * (vectors.shape[1] + 2) * _U64
     norms = np.sqrt(np.einsum("ij,ij->i", queries, queries))
     ceiling = np.full(count, np.inf)
-    for start in range(0, len(vectors), EXACT_SLAB_ROWS):
-        slab = np.asarray(vectors[start : start + EXACT_SLAB_ROWS], dtype=np.float64)
-        squared = np.einsum("ij,ij->i", slab, slab)
+    for start, slab, squared in _slabs(vectors):
         slab_norm = math.sqrt(float(squared.max()))
         for first in range(0, count, EXACT_QUERY_BLOCK):
             block = slice(first, first + EXACT_QUERY_BLOCK)
