@@ -39,14 +39,10 @@ class _Parser(argparse.ArgumentParser):
             if argument.startswith("--")
             and argument.split("=", 1)[0] not in self._option_string_actions
         ]
-        if unknown and argument_required(message):  # argparse names the missing one first
+        # argparse names a missing required option before an unknown one
+        if unknown and message.startswith("the following arguments are required"):
             message = f"unrecognized option(s) {', '.join(unknown)} (options are never abbreviated)"
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def argument_required(message: str) -> bool:
-    """Whether argparse's ``message`` is its missing-required-argument one."""
-    return message.startswith("the following arguments are required")
 
 
 #: The namespace attribute where :class:`_Once` notes the options already given.
