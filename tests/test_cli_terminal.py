@@ -235,3 +235,19 @@ def test_tqdm_settings_cannot_fail_a_calibration(tmp_path):
         env={**os.environ, "TQDM_ASCII": "1"},
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_no_bar_beside_private_text_sent_to_the_terminal_by_name(lines):
+    code, seen = on_terminal(["privatize", lines, "-e", 300, *FAST, "-o", "/dev/stdout"])
+    assert code == 0 and "hockey team won" in seen
+    assert "privatizing" not in seen
+
+
+@pytest.mark.parametrize(("value", "shown"), [("0", True), ("false", True), ("1", False)])
+def test_tqdm_disable_is_read_as_tqdm_reads_it(lines, tmp_path, value, shown):
+    code, seen = on_terminal(
+        ["privatize", lines, "-e", 300, *FAST],
+        env={"TQDM_DISABLE": value},
+        stdout_file=tmp_path / "out.txt",
+    )
+    assert code == 0 and ("privatizing" in seen) == shown

@@ -8,6 +8,7 @@ import functools
 import itertools
 import json
 import os
+import stat
 import sys
 import warnings
 from collections.abc import Iterator
@@ -443,5 +444,23 @@ def _no_progress(args: argparse.Namespace) -> bool:
     (CLI review 30 F1), or ``TQDM_DISABLE`` is set."""
     if args.progress is not None:
         return not args.progress
-    text_on_terminal = args.output == "-" and is_terminal(sys.stdout)
-    return not is_terminal(sys.stderr) or text_on_terminal or bool(os.environ.get("TQDM_DISABLE"))
+    disabled = os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false")
+    return not is_terminal(sys.stderr) or _text_on_terminal(args.output) or disabled
+
+
+def _text_on_terminal(output: str) -> bool:
+    """Whether the private text goes to a terminal: stdout, or an ``-o`` naming one
+    (``/dev/stdout``, ``/dev/tty``, a pts device)."""
+    if output == "-":
+        return is_terminal(sys.stdout)
+    try:
+        if not stat.S_ISCHR(os.stat(output).st_mode):  # never opens a FIFO (it would wait)
+            return False
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        descriptor = os.open(output, flags)
+    except OSError:
+        return False
+    try:
+        return os.isatty(descriptor)
+    finally:
+        os.close(descriptor)
