@@ -166,7 +166,7 @@ EXAMPLES = """examples:
   dxp embeddings list
 
 Epsilon is per unit of the mechanism's distance: a larger epsilon keeps more words
-(Madlib at 10 on GloVe 50d keeps most names and rare words unchanged; about 3 meets
+(Madlib at 10 on GloVe 50d keeps rare words and many names unchanged; about 3 meets
 the example target of docs/choosing-epsilon.md there). Choose it with `dxp calibrate`."""
 
 
