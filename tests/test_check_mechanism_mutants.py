@@ -289,7 +289,7 @@ def test_a_coin_shared_by_a_calls_copies_fails_at_the_default_epsilon():
         check_mechanism(SharedCoinVickrey)
 
 
-class MemoisesWhenSecure(KaryNoLaw):
+class MemoisesWhenSecure(MemoisesPerWord):
     """Reuses each word's first output, but only when unseeded: every check of a seeded
     build passed (a diff review, 2026-11-25)."""
 
@@ -297,13 +297,8 @@ class MemoisesWhenSecure(KaryNoLaw):
 
     def privatize(self, tokens):
         if self.rng_mode != "secure":
-            return super().privatize(tokens)
-        memo = self.__dict__.setdefault("_memo", {})
-        known = dict(memo)
-        out = super().privatize(tokens)
-        for token, word in zip(tokens, out, strict=True):
-            memo.setdefault(token, word)
-        return [known.get(token, word) for token, word in zip(tokens, out, strict=True)]
+            return KaryNoLaw.privatize(self, tokens)
+        return super().privatize(tokens)
 
 
 def test_a_word_memoised_only_under_secure_randomness_fails():

@@ -33,6 +33,18 @@ def noisy_queries(table: dxp.EmbeddingTable, count: int, scale: float, seed: int
     return table.vectors[rows].astype(np.float64) + rng.normal(0, scale, (count, table.dim))
 
 
+def spy_on_the_exact_search(monkeypatch) -> list[int]:
+    searched: list[int] = []
+    real = neighbors._exact_k_rows
+
+    def spy(vectors, queries, k):
+        searched.append(len(queries))
+        return real(vectors, queries, k)
+
+    monkeypatch.setattr(neighbors, "_exact_k_rows", spy)
+    return searched
+
+
 @pytest.mark.parametrize("k", [1, 2, 7])
 def test_exact_index_gives_the_k_smallest_float64_distances(glove_5k, k):
     queries = noisy_queries(glove_5k, 120, 0.5)
@@ -58,28 +70,14 @@ def test_queries_float32_cannot_separate_are_searched_exactly(monkeypatch):
     vectors[:3] = 1000.0 * rng.normal(size=(3, 8))
     table = dxp.EmbeddingTable([f"w{i}" for i in range(300)], vectors)
     queries = 1e-3 * rng.normal(size=(40, 8))
-    searched = []
-    real = neighbors._exact_k_rows
-
-    def spy(vectors, queries, k):
-        searched.append(len(queries))
-        return real(vectors, queries, k)
-
-    monkeypatch.setattr(neighbors, "_exact_k_rows", spy)
+    searched = spy_on_the_exact_search(monkeypatch)
     ids, _ = get_index(table).k_nearest(queries, 5)
     assert sum(searched) == 40
     np.testing.assert_array_equal(ids, brute_force(table.vectors, queries, 5))
 
 
 def test_faiss_candidates_answer_almost_every_glove_query(glove_5k, monkeypatch):
-    searched = []
-    real = neighbors._exact_k_rows
-
-    def spy(vectors, queries, k):
-        searched.append(len(queries))
-        return real(vectors, queries, k)
-
-    monkeypatch.setattr(neighbors, "_exact_k_rows", spy)
+    searched = spy_on_the_exact_search(monkeypatch)
     get_index(glove_5k).k_nearest(noisy_queries(glove_5k, 2000, 0.5, seed=6), 3)
     assert sum(searched) < 20  # the float64 search is the rare path (0 in this run)
 
@@ -162,18 +160,6 @@ def test_queries_far_beyond_the_table_still_get_the_smallest_float64_distances(g
     queries = noisy_queries(glove_5k, 60, scale, seed=8)
     ids, _ = get_index(glove_5k).k_nearest(queries, 3)
     np.testing.assert_array_equal(ids, brute_force(glove_5k.vectors, queries, 3))
-
-
-def spy_on_the_exact_search(monkeypatch) -> list[int]:
-    searched: list[int] = []
-    real = neighbors._exact_k_rows
-
-    def spy(vectors, queries, k):
-        searched.append(len(queries))
-        return real(vectors, queries, k)
-
-    monkeypatch.setattr(neighbors, "_exact_k_rows", spy)
-    return searched
 
 
 def test_a_table_with_identical_rows_keeps_the_fast_path(glove_5k, monkeypatch):
