@@ -614,21 +614,31 @@ def _flip_row_0_in_place(path, bump_mtime=False):
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
 
 
+def edit_after_hashing(monkeypatch, hash_name, edit) -> None:
+    """Run ``edit`` right after the loader's next call of ``loaders.<hash_name>``: a writer
+    changing the file between the hash and the use."""
+    real = getattr(loaders, hash_name)
+
+    def hash_then_edit(data):
+        monkeypatch.setattr(loaders, hash_name, real)
+        digest = real(data)
+        edit()
+        return digest
+
+    monkeypatch.setattr(loaders, hash_name, hash_then_edit)
+
+
 # L3
 def test_the_words_used_are_the_bytes_hashed(glove_cache, monkeypatch):
     folder, fingerprint = glove_cache
     loaders._VERIFIED.clear()
-    real = loaders._bytes_sha256
 
-    def hash_then_swap(data):
-        monkeypatch.setattr(loaders, "_bytes_sha256", real)
-        digest = real(data)
+    def swap_two_words():
         words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")
-        words[3], words[4] = words[4], words[3]  # a writer swaps two words after the hash
+        words[3], words[4] = words[4], words[3]
         (folder / "words.txt").write_text("\n".join(words), encoding="utf-8")
-        return digest
 
-    monkeypatch.setattr(loaders, "_bytes_sha256", hash_then_swap)
+    edit_after_hashing(monkeypatch, "_bytes_sha256", swap_two_words)
     assert load().fingerprint == fingerprint
 
 
@@ -636,15 +646,10 @@ def test_the_words_used_are_the_bytes_hashed(glove_cache, monkeypatch):
 def test_the_vectors_used_are_the_bytes_hashed(glove_cache, monkeypatch):
     folder, fingerprint = glove_cache
     loaders._VERIFIED.clear()
-    real = loaders._array_sha256
-
-    def hash_then_edit(array):
-        monkeypatch.setattr(loaders, "_array_sha256", real)
-        digest = real(array)
-        _flip_row_0_in_place(folder / "vectors.npy")  # seen through the memory map
-        return digest
-
-    monkeypatch.setattr(loaders, "_array_sha256", hash_then_edit)
+    # seen through the memory map if the loader used it after hashing
+    edit_after_hashing(
+        monkeypatch, "_array_sha256", lambda: _flip_row_0_in_place(folder / "vectors.npy")
+    )
     assert load().fingerprint == fingerprint
 
 
