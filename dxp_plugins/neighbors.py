@@ -74,6 +74,7 @@ __all__ = [
     "get_binary_index",
     "get_index",
     "recall_at_1",
+    "recall_at_k",
     "squared_distances",
 ]
 
@@ -998,6 +999,22 @@ def recall_at_1(approximate: NeighborIndex, exact: NeighborIndex, queries: np.nd
         group = ties.group_of_row[truth]
         hit |= (group >= 0) & (found >= 0) & (ties.group_of_row[np.maximum(found, 0)] == group)
     return float(np.mean(hit))
+
+
+def recall_at_k(
+    approximate: NeighborIndex, exact: NeighborIndex, queries: np.ndarray, k: int
+) -> float:
+    """Share of queries whose approximate :meth:`~NeighborIndex.k_nearest` rows are the
+    exact ones, as a set (distances equal row for row where twins swap places): what a
+    plugin choosing among the ``k`` nearest words loses to an approximate index (on GloVe
+    20k with the default graph, the top 2 missed more often than the top 1: a review)."""
+    if len(queries) == 0:
+        raise ValueError("recall needs at least one query")
+    found, found_distances = approximate.k_nearest(queries, k)
+    truth, true_distances = exact.k_nearest(queries, k)
+    same_rows = (np.sort(found, axis=1) == np.sort(truth, axis=1)).all(axis=1)
+    same_distances = (found_distances == true_distances).all(axis=1)
+    return float(np.mean(same_rows | same_distances))
 
 
 class BinaryIndex:

@@ -237,3 +237,18 @@ def test_queries_whose_distances_would_overflow_are_refused(glove_5k):
         exact_k_nearest(glove_5k.vectors, huge, 1)
     ids, _ = index.k_nearest(np.full((1, 50), 1e14), 1)  # Madlib's noise at epsilon 1e-12
     assert ids.shape == (1, 1)
+
+
+def test_recall_at_k_counts_queries_whose_k_nearest_rows_all_match(glove_5k):
+    from dxp_plugins.neighbors import recall_at_1, recall_at_k
+
+    queries = noisy_queries(glove_5k, 400, 1.5, seed=12)
+    exact = get_index(glove_5k)
+    poor = get_index(glove_5k, "hnsw", m=4, ef_search=4, disk_cache=False)
+    found, truth = poor.k_nearest(queries, 2).ids, exact.k_nearest(queries, 2).ids
+    expected = np.mean((np.sort(found, axis=1) == np.sort(truth, axis=1)).all(axis=1))
+    assert recall_at_k(poor, exact, queries, 2) == pytest.approx(expected)
+    assert recall_at_k(poor, exact, queries, 2) <= recall_at_1(poor, exact, queries) + 0.05
+    assert recall_at_k(exact, exact, queries, 3) == 1.0
+    with pytest.raises(ValueError, match="at least one query"):
+        recall_at_k(poor, exact, np.zeros((0, 50)), 2)
