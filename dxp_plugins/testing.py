@@ -318,8 +318,8 @@ def _fresh_noise(subject: _Subject) -> str:
     epsilon 1, where the two are about equally likely (plugin review 30)."""
     mechanism = subject.build(random_state=SEED)
     epsilon = subject.epsilon
-    fresh: np.ndarray | None = None
     larger = min(epsilon * LARGER, MAX_EPSILON)
+    single_calls: dict[tuple[float, int], np.ndarray] = {}
     for scale, at in enumerate(dict.fromkeys((epsilon, larger))):
         for row in (0, OOV_ID):
             key = (scale, row + 1)
@@ -330,10 +330,10 @@ def _fresh_noise(subject: _Subject) -> str:
                     for i in range(COPIES)
                 ]
             )
-            fresh = apart if fresh is None else fresh
+            single_calls[at, row] = apart
             what = f"{COPIES} copies of input {row} in one call at epsilon {at:g}"
             _same_law(subject, together, apart, what)
-    assert fresh is not None
+    fresh = single_calls[epsilon, 0]  # row 0's single-word draws at the epsilon given
     word = subject.table.words[0]
     rows = {token: row for row, token in enumerate(subject.table.words)}
     one_call = np.array([rows[out] for out in mechanism.privatize([word] * COPIES)])
