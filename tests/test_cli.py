@@ -333,6 +333,14 @@ def test_mechanisms_list(capsys):
     assert "``" not in out  # docstring markup stays out of the terminal
 
 
+@pytest.mark.parametrize("kind", ["embeddings", "mechanisms", "masks"])
+def test_the_lists_cite_no_file_a_pip_install_lacks(capsys, kind):
+    """``embeddings list`` cited "PRIVACY.md 3", a file of the source repository only."""
+    code, out, _ = run([kind, "list"], capsys)
+    assert code == 0 and out
+    assert "PRIVACY.md" not in out and "docs/" not in out
+
+
 def test_masks_list_gives_each_built_in_its_whole_summary(capsys):
     code, out, _ = run(["masks", "list"], capsys)
     lines = dict(line.split(None, 1) for line in out.splitlines())

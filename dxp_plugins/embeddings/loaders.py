@@ -333,7 +333,10 @@ def load_keyed_vectors(
     vocab_size: int | None = None,
 ) -> EmbeddingTable:
     """gensim ``KeyedVectors``: an object, a saved ``.kv`` file, or a word2vec/GloVe file,
-    trained on public data, never on the text to be privatized (PRIVACY.md 3).
+    trained on public data, never on the text to be privatized.
+
+    The vectors must be public (PRIVACY.md 3): vectors trained on the texts being
+    privatized would carry those texts into every output.
 
     ``path`` ending in ``.kv`` (any case) is read with ``KeyedVectors.load``, which unpickles
     it: loading a ``.kv`` file can run any code it holds, so load only files you trust. Any
