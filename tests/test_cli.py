@@ -530,6 +530,27 @@ def test_a_missing_subcommand_prints_the_help(capsys, command, listed):
     assert err.startswith(" ".join(["usage: dxp", *command])) and listed in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["privatize", "--epsilon"], "dxp privatize"),  # a usage error of the subcommand
+        (["privatize", "-e", "1", "--bogus"], "dxp privatize"),  # reported by the top level
+        (["embeddings", "list", "--bogus"], "dxp embeddings list"),
+        (["calibrate"], "dxp calibrate"),
+        (["--bogus"], "dxp"),
+    ],
+)
+def test_usage_errors_share_the_runtime_prefix_and_name_their_help(capsys, argv, command):
+    """Usage errors began "dxp privatize: error:" (or "dxp: error:" for an unknown option of
+    the same command), runtime ones "dxp: error:": scripts matched one and missed the other."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    out, err = capsys.readouterr()
+    last = err.splitlines()[-1]
+    assert stopped.value.code == 2 and out == ""
+    assert last.startswith("dxp: error: ") and last.endswith(f"(see {command} --help)"), last
+
+
 def test_third_party_error_messages_are_withheld(tmp_path, capsys, monkeypatch):
     """A token filter (any code outside the library) may quote input in its message: the CLI
     prints only the error type and the input line."""

@@ -45,7 +45,7 @@ def test_the_same_field_twice_is_refused_before_anything_is_read(tmp_path, capsy
     argv = ["privatize", source, "--field", "body", "--field", "body", "--keep-fields", "*"]
     code, err = refused([*argv, "-e", 3, "-o", out, "--report", report, *FAST], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert err.startswith("dxp privatize: error: argument --field: field 'body' given twice")
+    assert err.startswith("dxp: error: argument --field: field 'body' given twice")
     assert "zq7" not in err
     assert not out.exists() and not report.exists()
 

@@ -42,7 +42,18 @@ class _Parser(argparse.ArgumentParser):
         # argparse names a missing required option before an unknown one
         if unknown and message.startswith("the following arguments are required"):
             message = f"unrecognized option(s) {', '.join(unknown)} (options are never abbreviated)"
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        # one prefix for every error, usage or runtime; the hint names the command's own help
+        self.exit(2, f"{PROG}: error: {message} (see {self._command(options).prog} --help)\n")
+
+    def _command(self, arguments: list[str]) -> argparse.ArgumentParser:
+        """The (sub)command parser ``arguments`` chose: argparse reports a subcommand's
+        unknown options from the top-level parser."""
+        parser: argparse.ArgumentParser = self
+        for argument in arguments:
+            commands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            if commands and argument in commands[0].choices:
+                parser = commands[0].choices[argument]
+        return parser
 
 
 #: The namespace attribute where :class:`_Once` notes the options already given.
