@@ -108,11 +108,25 @@ def epsilon_lower_bound(
 def output_counts(
     sample: Callable[[int, int], np.ndarray], inputs: Sequence[int], draws: int, outputs: int
 ) -> np.ndarray:
-    """Counts of ``sample(input, draws)`` (an array of output ids) per input."""
+    """Counts of ``sample(input, draws)`` (an array of output ids) per input.
+
+    ValueError unless each call gives ``draws`` ids in ``[0, outputs)``: an output the
+    table cannot hold, dropped, would hide the mechanism's worst outputs from the audit.
+    """
     table = np.zeros((len(inputs), outputs), dtype=np.int64)
     for row, value in enumerate(inputs):
-        produced = np.asarray(sample(value, draws), dtype=np.int64)
-        table[row] = np.bincount(produced, minlength=outputs)[:outputs]
+        produced = np.asarray(sample(value, draws))
+        if produced.shape != (draws,) or produced.dtype.kind not in "iu":
+            raise ValueError(
+                f"sample({value}, {draws}) gave an array of shape {produced.shape} and dtype "
+                f"{produced.dtype}; expected {draws} integer output ids"
+            )
+        if draws and (produced.min() < 0 or produced.max() >= outputs):
+            raise ValueError(
+                f"sample({value}, {draws}) gave output ids outside [0, {outputs}): "
+                f"{int(produced.min())}..{int(produced.max())}"
+            )
+        table[row] = np.bincount(produced.astype(np.int64), minlength=outputs)
     return table
 
 

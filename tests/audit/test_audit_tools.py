@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dxp_plugins.audit import coincidence_z, epsilon_lower_bound, g_test
+from dxp_plugins.audit import coincidence_z, epsilon_lower_bound, g_test, output_counts
 
 
 def test_coincidence_z_separates_independent_from_shared_draws():
@@ -78,3 +78,24 @@ def test_epsilon_bound_equals_clopper_pearson_at_the_bonferroni_level():
     result = epsilon_lower_bound(counts, pairs, distances, 1.0, alpha=alpha)
     assert expected > 0 and result.tests == 12
     assert result.epsilon_lower_bound == pytest.approx(expected, rel=1e-12)
+
+
+def test_output_counts_tallies_each_input_row():
+    counts = output_counts(lambda value, n: np.full(n, value), [2, 0], 7, 3)
+    assert counts.tolist() == [[0, 0, 7], [7, 0, 0]]
+
+
+@pytest.mark.parametrize(
+    ("produced", "message"),
+    [
+        (np.array([0, 7, 0, 7]), r"outside \[0, 2\)"),  # was dropped: counts [[2, 0]]
+        (np.array([0, -1, 0, 1]), r"outside \[0, 2\)"),
+        (np.array([0, 1, 0]), "expected 4 integer"),  # a short sample
+        (np.array([0.0, 1.0, 0.0, 1.0]), "expected 4 integer"),
+    ],
+)
+def test_output_counts_refuses_outputs_the_table_cannot_hold(produced, message):
+    """Ids at or past ``outputs`` were cut off, so an audit never saw a mechanism's
+    out-of-range outputs and bounded epsilon from the rest."""
+    with pytest.raises(ValueError, match=message):
+        output_counts(lambda value, n: produced, [0], 4, 2)
