@@ -218,20 +218,23 @@ def _child_draws(source: RandomSource, as_pid: int | None = None) -> np.ndarray:
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # child: whatever happens, it never returns into pytest
+        code = 1
         try:
             os.close(read)
             if as_pid is not None:  # in the child only: it exits below
                 os.getpid = lambda: as_pid  # type: ignore[assignment]
             assert as_pid is not None or os.getpid() != parent
             os.write(write, source.generator().random(4).tobytes())
+            code = 0
         finally:
-            os._exit(0)
+            os._exit(code)
     os.close(write)
     data = b""
-    while len(data) < 32:
-        data += os.read(read, 32 - len(data))
+    while chunk := os.read(read, 32):  # until the child exits: a failed child wrote nothing
+        data += chunk
     os.close(read)
-    os.waitpid(pid, 0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and len(data) == 32, "the forked child failed"
     return np.frombuffer(data, dtype=np.float64)
 
 
