@@ -16,12 +16,14 @@ from typing import Any
 
 __all__ = [
     "BudgetExceededError",
+    "CalibrationWarning",
     "DxpError",
     "DxpWarning",
     "InvalidTableError",
     "OOVError",
     "OOVWarning",
     "PluginLoadError",
+    "PluginWarning",
     "PrivacyWarning",
     "SeededRandomnessWarning",
     "TextTooLongError",
@@ -109,6 +111,16 @@ class PrivacyWarning(DxpWarning):
 
 class SeededRandomnessWarning(PrivacyWarning):
     """Noise comes from a seeded, reproducible generator instead of a secure one."""
+
+
+class PluginWarning(DxpWarning, RuntimeWarning):
+    """A registry entry point failed to load, or shadows a built-in name (the built-in is
+    used). Also a RuntimeWarning."""
+
+
+class CalibrationWarning(DxpWarning, RuntimeWarning):
+    """A calibration result is less certain than it looks: checks not monotone in epsilon,
+    or a maximum bracketed rather than found. Also a RuntimeWarning."""
 
 
 class OOVWarning(DxpWarning):

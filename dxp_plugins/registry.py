@@ -52,7 +52,7 @@ from typing import Any, Protocol, TypeVar, overload
 
 import catalogue
 
-from .errors import PluginLoadError, warn
+from .errors import PluginLoadError, PluginWarning, warn
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -223,7 +223,7 @@ def _choose(registry: catalogue.Registry, name: str, listed: list[Declaration]) 
                     f"{kind} name {name!r} is a built-in of {BUILTIN_DISTRIBUTION} and is also "
                     f"declared by {sources}; using the built-in (register the plugin under "
                     "another name to use it)",
-                    RuntimeWarning,
+                    PluginWarning,
                 )
         return listed[0]
     if len(listed) > 1:
@@ -307,7 +307,7 @@ def describe(registry: catalogue.Registry) -> dict[str, str]:
             warn(
                 f"{registry.namespace[-1]} entry {name!r} failed to load: "
                 f"{type(cause).__name__}: {cause}",
-                RuntimeWarning,
+                PluginWarning,
             )
             described[name] = f"[failed to load: {type(cause).__name__}]"
             continue

@@ -151,12 +151,14 @@ def test_public_names_are_visible_to_type_checkers():
     }
     eager = {
         "BudgetExceededError",
+        "CalibrationWarning",
         "DxpError",
         "DxpWarning",
         "InvalidTableError",
         "OOVError",
         "OOVWarning",
         "PluginLoadError",
+        "PluginWarning",
         "PrivacyWarning",
         "TextTooLongError",
     }

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._random import check_seed
 from .._validation import check_epsilon, check_int, check_probability, is_real
 from ..embeddings.table import EmbeddingTable
-from ..errors import warn
+from ..errors import CalibrationWarning, warn
 from .deniability import DEFAULT_ETA, has_closed_form, plausible_deniability
 from .result import PlausibleDeniability
 from .support import _fewest_successes
@@ -323,7 +323,7 @@ def choose_epsilon(
         warn(
             "plausible-deniability checks were not monotone in epsilon (Monte Carlo noise or "
             "an unusual mechanism); inspect EpsilonChoice.table()",
-            RuntimeWarning,
+            CalibrationWarning,
         )
     return EpsilonChoice(
         epsilon=passing,

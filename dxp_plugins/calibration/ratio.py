@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_choice, check_epsilon
-from ..errors import DxpWarning, warn
+from ..errors import CalibrationWarning, DxpWarning, warn
 from .pairwise import (
     DEFAULT_MAX_WORK,
     DistanceSummary,
@@ -143,7 +143,7 @@ def equivalent_epsilon(
                 f"the maximum ratio lies in [{low:.4g}, {high:.4g}] and "
                 f"{ratio.maximum:.4g} is the ratio of the largest distances found "
                 "(conservative=True uses the low end)",
-                RuntimeWarning,
+                CalibrationWarning,
             )
     elif isinstance(ratio, int | float) and not isinstance(ratio, bool):
         if conservative:

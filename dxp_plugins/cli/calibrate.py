@@ -451,7 +451,7 @@ def _calibration_figures(results: list[Any], listed: set[float], out: Path) -> l
         label = f"{results[0].mechanism} ({results[0].vocab_size} words)"
         plotting.deniability_curves({label: results}, out / FIGURES[1])
     except ImportError as error:
-        warnings.warn(f"no figures: {error}", stacklevel=1)
+        warnings.warn(f"no figures: {error}", DxpWarning, stacklevel=1)
         return []
     return list(FIGURES)
 
