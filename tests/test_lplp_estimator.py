@@ -947,6 +947,36 @@ def test_settings_holding_arrays_are_compared_by_value(monkeypatch):
         transformer.transform(small_counts())
 
 
+def test_an_array_inside_a_setting_edited_in_place_is_a_change(monkeypatch):
+    """Dict settings were copied one level deep: an array inside one, edited in place after
+    fit, was the very same object at transform and passed for unchanged."""
+    from tests.door_fixtures import register
+
+    def by_labels(context, labels):
+        return np.asarray(labels)
+
+    register(monkeypatch, "groupings", "by-labels-test", by_labels)
+    labels = np.arange(12) % 4
+    transformer = LPLPTransformer(
+        n_groups=4, grouping="by-labels-test", grouping_params={"labels": labels}
+    ).fit(small_counts())
+    labels[:] = (labels + 1) % 4
+    with pytest.raises(ValueError, match="grouping_params changed since fit"):
+        transformer.transform(small_counts())
+
+
+def test_a_fit_that_recorded_no_settings_is_refused(counts):
+    """A pickle of an early build had no ``_fitted_params``, and transform skipped the check
+    (a release at settings changed since fit went through)."""
+    transformer = LPLPTransformer(epsilon=2.0).fit(counts)
+    state = transformer.__getstate__()
+    del state["_fitted_params"]
+    restored = LPLPTransformer.__new__(LPLPTransformer)
+    restored.__setstate__(state)
+    with pytest.raises(ValueError, match=r"earlier build .* call fit again"):
+        restored.transform(counts[:2])
+
+
 def test_n_changes_reaches_the_release_and_its_guarantee(counts):
     """The noise rate is epsilon / N: a release built with N = 1 instead of the fitted
     n_changes draws about 8 times less noise at N = 10 while stating N = 1."""

@@ -20,7 +20,6 @@ fixed public word list (e.g. frequent GloVe words) and pass the same list (or di
 
 from __future__ import annotations
 
-import copy
 import numbers
 import re
 from collections.abc import Mapping, Sequence, Set
@@ -44,6 +43,7 @@ from ..lplp.guarantee import LPLPGuarantee
 from ..lplp.histogram import check_histogram, dp_histogram
 from ..lplp.release import LPLPRelease
 from ..lplp.weights import public_weights
+from ._params import snapshot
 from ._privatize_at import PrivatizeAt, check_privatize_at, warn_if_fitted_without_release
 from ._seeding import RefusesEnsembleSeeds
 
@@ -389,12 +389,10 @@ class LPLPTransformer(FreshTaskToken, RefusesEnsembleSeeds, TransformerMixin, Ba
         self.calibration_ = calibrated
         self.accountant_ = accountant
         self._released_at_fit = False  # set by fit_transform once it released
-        # Arrays, lists and dicts copied (shallow): an in-place edit after fit
-        # (weights[:] = ..., embeddings_params["path"] = ...) is a change too.
-        self._fitted_params = {
-            name: copy.copy(value) if isinstance(value, np.ndarray | list | dict) else value
-            for name, value in self.get_params(deep=False).items()
-        }
+        # Containers and arrays copied at every depth: an in-place edit after fit
+        # (weights[:] = ..., embeddings_params["path"] = ..., an array in grouping_params)
+        # is a change too.
+        self._fitted_params = snapshot(self.get_params(deep=False))
         return histogram.charged_release
 
     def _checked_settings(self, n_features: int) -> tuple[int, int]:
@@ -429,8 +427,11 @@ class LPLPTransformer(FreshTaskToken, RefusesEnsembleSeeds, TransformerMixin, Ba
         release would otherwise draw and charge with the old settings (an accountant set
         after fit was never charged; a smaller epsilon was silently not applied)."""
         fitted = getattr(self, "_fitted_params", None)
-        if fitted is None:  # fitted by an older version: nothing to compare
-            return
+        if fitted is None:  # a pickle of an early build: its settings cannot be compared
+            raise ValueError(
+                "this LPLPTransformer was fitted by an earlier build of dxp_plugins that did "
+                "not record its settings: call fit again before transform"
+            )
         changed = [
             name
             for name, value in self.get_params(deep=False).items()

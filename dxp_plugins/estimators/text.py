@@ -41,6 +41,7 @@ from ..embeddings.table import EmbeddingTable
 from ..guarantee import Accountant, Guarantee, OOVPolicy
 from ..mechanisms.base import Mechanism
 from ..text import privatize_all
+from ._params import snapshot
 from ._privatize_at import PrivatizeAt, check_privatize_at, warn_if_fitted_without_release
 from ._seeding import RefusesEnsembleSeeds
 
@@ -181,7 +182,7 @@ class TextPrivatizer(  # type: ignore[call-arg]
                 setattr(self, attribute, value)
         fitted = self._fit_settings()
         fitted.door.tagging_pipeline(fitted.spacy_model)  # loads it; refuses bad pipelines
-        params = _snapshot(self._raw_params())
+        params = snapshot(self._raw_params())
         random_source = RandomSource(fitted.door.seed)
         accountant = Accountant.default() if self.accountant is None else self.accountant
         mechanism = fitted.door.build_mechanism(random_source, accountant)
@@ -365,17 +366,6 @@ def _param_names(kind: type[BaseEstimator]) -> tuple[str, ...]:
     if names is None:
         names = _PARAM_NAMES[kind] = tuple(kind._get_param_names())
     return names
-
-
-def _snapshot(value: Any) -> Any:
-    """``value`` with its containers (dicts, lists, tuples, sets) copied, so a parameter
-    changed in place after fit (``mechanism_params["index"] = ...``, ``pos.add(...)``) no
-    longer compares equal; other objects are kept as themselves (:func:`_same`)."""
-    if isinstance(value, dict):
-        return {key: _snapshot(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return type(value)(_snapshot(item) for item in value)
-    return value
 
 
 def _same(now: Any, then: Any) -> bool:
