@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .._random import RandomSource
 from .._validation import check_int
 from ..embeddings.binary import (
     DEFAULT_N_BITS,
@@ -105,7 +106,7 @@ class BRR(Mechanism):
         n_bits: int | None = None,
         codes: Any = None,
         oov: OOVPolicy = "unk",
-        random_state: int | None = None,
+        random_state: int | RandomSource | None = None,
         accountant: Accountant | None = None,
     ) -> None:
         if isinstance(embeddings, BinaryCodes | np.ndarray):

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from .._locks import fork_safe_lock
+from .._random import RandomSource
 from .._validation import check_int, check_probability, is_real
 from ..distances import Metric, MetricFunction, get_metric
 from ..embeddings.table import OOV_ID, EmbeddingTable
@@ -396,7 +397,7 @@ class TEM(Mechanism):
         constant_work: bool = False,
         cache_mb: float = DEFAULT_CACHE_MB,
         oov: OOVPolicy = "unk",
-        random_state: int | None = None,
+        random_state: int | RandomSource | None = None,
         accountant: Accountant | None = None,
     ) -> None:
         super().__init__(
