@@ -37,7 +37,7 @@ def cache_dir(*parts: str) -> Path:
 
     Without ``$DXP_CACHE``, a root that is not absolute (no home folder: ``HOME`` unset under a
     user id with no passwd entry left ``~`` unexpanded) is refused rather than created in
-    the working directory (locked-down review 29 F3)."""
+    the working directory."""
     path = cache_path(*parts)
     if not os.environ.get("DXP_CACHE") and not path.is_absolute():
         raise OSError(errno.ENOENT, "no home folder to hold it (HOME unset?): set DXP_CACHE")
@@ -58,13 +58,13 @@ def trusted(path: Path) -> bool:
     """Whether a cache folder or file, and every folder between it and the cache root, is
     this user's (or root's) and no one else can write it. What the cache holds decides
     outputs (a GloVe table is the mechanism's metric; an index picks the nearest word), so
-    one that another user wrote or could rewrite is not used (security review F1, F4).
+    one that another user wrote or could rewrite is not used.
 
     Below the root nothing may be a symbolic link (in a shared ``DXP_CACHE`` another user
-    linked a cache folder to one of this user's own folders, which the cache then wrote
-    into: locked-down review 29 F2); the root may be a link, and a world-writable root
+    could link a cache folder to one of this user's own folders, which the cache would then
+    write into); the root may be a link, and a world-writable root
     must be sticky (``/tmp``-like). A file others can write is refused, not narrowed: its
-    content may have been rewritten (F1; the cache writes its files 0644 whatever the
+    content may have been rewritten (the cache writes its files 0644 whatever the
     umask). This user's own folder that others can write (a umask of 002) is narrowed."""
     root = cache_path()
     try:
@@ -88,7 +88,7 @@ def _trusted_entry(path: Path, *, follow: bool, sticky_ok: bool = False) -> bool
     if stat.S_ISLNK(info.st_mode):
         return False
     if not (owned(info) or (hasattr(os, "geteuid") and info.st_uid == 0)):
-        return False  # root's entries are trusted (a cache built into an image: F5)
+        return False  # root's entries are trusted (a cache built into an image)
     if not info.st_mode & 0o022 or not hasattr(os, "geteuid"):
         return True
     if not stat.S_ISDIR(info.st_mode):
@@ -106,7 +106,7 @@ def _trusted_entry(path: Path, *, follow: bool, sticky_ok: bool = False) -> bool
 
 def write_private(path: Path) -> int:
     """A new file ``path`` opened for writing with mode 0644 whatever the umask (0666 under
-    umask 000 let any user rewrite the cache: locked-down review 29 F1); the caller closes
+    umask 000 would let any user rewrite the cache); the caller closes
     the descriptor it returns. It fails if ``path`` exists."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -121,7 +121,7 @@ def write_private(path: Path) -> int:
 def partial_path(path: Path) -> Path:
     """The temporary sibling an atomic write of ``path`` fills before renaming it onto
     ``path``: ``.<name>.<pid>.<random token>.tmp``, one per writer, so that threads of one
-    process never share a partial (review 10, F4); :func:`remove_stale_partials` matches it."""
+    process never share a partial; :func:`remove_stale_partials` matches it."""
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
 
 

@@ -1,23 +1,23 @@
 """The ``dxp`` console script's entry point, kept apart from :mod:`dxp_plugins.cli`.
 
 Loading the command line imports numpy and the parser (0.2-0.6 s on a loaded machine); a
-Ctrl-C in that window raised KeyboardInterrupt inside an import, before :func:`cli.main`
-could catch it, and printed a traceback. Importing here, where it can be caught, ends such
-a run as Ctrl-C ends any other: ``dxp: interrupted``, then the process ends killed by
-SIGINT, as Python ends on a Ctrl-C nothing caught. A shell reports that as 130 too, and a
-shell script (``for f in *.txt; do dxp privatize "$f" ...; done``) stops there; after a
-plain exit status 130 it went on with the next file (measured: bash ran the loop's other
-iterations).
+Ctrl-C in that window would raise KeyboardInterrupt inside an import, before
+:func:`cli.main` could catch it, and print a traceback. Importing here, where it can be
+caught, ends such a run as Ctrl-C ends any other: ``dxp: interrupted``, then the process
+ends killed by SIGINT, as Python ends on a Ctrl-C nothing caught. A shell reports that as
+130 too, and a shell script (``for f in *.txt; do dxp privatize "$f" ...; done``) stops
+there; after a plain exit status 130 it would go on with the next file (measured: bash ran
+the loop's other iterations).
 
 The way out is Python's own: the KeyboardInterrupt is raised out of the script, with
 ``sys.excepthook`` printing nothing for it (the line is said already), so the interpreter
 shuts down whole (exit callbacks, buffered files of ``--code`` modules, finalizers) and
-then kills itself by SIGINT. Killing the process from an exit callback, as first done,
-skipped that shutdown (a ``--code`` module's buffered log came out empty) and, called
-in-process (runpy, a test harness), killed the host at its own exit (diff review 28 F3,
-F4). A CPython detail (a KeyboardInterrupt passing through ``exec``'d code, e.g. a
-dataclass being built, ended the process by SIGINT although ``cli.main`` caught it: 2 runs
-in 40) no longer makes the ending vary.
+then kills itself by SIGINT. Killing the process from an exit callback instead would skip
+that shutdown (a ``--code`` module's buffered log would come out empty) and, called
+in-process (runpy, a test harness), kill the host at its own exit. A CPython detail (a
+KeyboardInterrupt passing through ``exec``'d code, e.g. a dataclass being built, ended the
+process by SIGINT although ``cli.main`` caught it: 2 runs in 40) does not make the ending
+vary.
 """
 
 from __future__ import annotations

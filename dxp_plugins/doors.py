@@ -457,8 +457,8 @@ def _check_params(params: Any, setting: str) -> dict[str, Any]:
 def _check_option_values(factory: Any, options: dict[str, Any]) -> None:
     """``factory.check_options(**options)``: values checked before any table is loaded. A
     plugin's refusal is raised again from here, as the library's own: it sees settings,
-    never input, so the CLI shows its message (it withheld a plugin's ``t must be in [0,
-    1]`` as "unexpected ValueError": plugin review 29 F3). Only a plain TypeError or
+    never input, so the CLI shows its message (rather than withhold a plugin's ``t must be
+    in [0, 1]`` as "unexpected ValueError"). Only a plain TypeError or
     ValueError: a subclass (a library error, a UnicodeError) keeps its type and handling."""
     try:
         factory.check_options(**options)

@@ -1,7 +1,7 @@
 """Exceptions and warnings raised by dxp_plugins.
 
-Messages never contain the text being privatized (DESIGN.md: "never echoes private
-text"): they name the problem and, where useful, a position, never a token.
+Messages never contain the text being privatized: they name the problem and, where useful,
+a position, never a token.
 """
 
 from __future__ import annotations

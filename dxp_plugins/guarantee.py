@@ -200,7 +200,7 @@ class Guarantee:
         unit = {
             "euclidean": "Euclidean distance between word embeddings",
             "hamming": "Hamming distance between binary word codes",
-            # A plugin's randomized response over words (contributor review 28 F13).
+            # A plugin's randomized response over words.
             "discrete": "discrete distance between words (1 for any two different words)",
         }.get(self.metric, f"{self.metric} distance between word embeddings")
         each = (
@@ -572,9 +572,9 @@ class Accountant:
         self._refuse_copies = refuse_copies
         self._is_copy = False
         self._owner = this_process()
-        # The sum of the charges, compensated (Neumaier): a plain float total lost any
-        # charge below half an ulp of it (1,000 charges of 1e-12 added nothing to 16,800;
-        # numerical review F8); _spent + _spent_low stays within a few ulps of the exact sum.
+        # The sum of the charges, compensated (Neumaier): a plain float total loses any
+        # charge below half an ulp of it (1,000 charges of 1e-12 add nothing to 16,800);
+        # _spent + _spent_low stays within a few ulps of the exact sum.
         self._spent = 0.0
         self._spent_low = 0.0
         self._tokens_privatized = 0
@@ -678,7 +678,7 @@ class Accountant:
                 PrivacyWarning,
             )
             # Marked once warned: a warning made an error (warnings.filterwarnings) stopped
-            # this release, and must stop the next one too (sklearn review 29 F2).
+            # this release, and must stop the next one too.
             _WARNED_COPIES.add(seen)
 
     def _add(self, spend: float) -> None:

@@ -105,7 +105,7 @@ EMAILS = re.compile(_EMAIL)
 #: URLs starting ``http://``, ``https://`` or ``www.`` (any case), without trailing punctuation.
 URLS = re.compile(_URL)
 #: ``@handles`` (``@bob_smith``, ``@ops.team``): an ``@`` not glued to a word character or
-#: another ``@`` before it (``*@bob*``, ``{@bob}`` and ``/@bob`` too: review 28 F9), then
+#: another ``@`` before it (``*@bob*``, ``{@bob}`` and ``/@bob`` too), then
 #: word characters (inner ``.`` and ``-`` allowed); ``bob@team`` is not one.
 HANDLES = re.compile(_HANDLE)
 #: Numbers, phone numbers, dates and card numbers (digits joined by spaces, ``( ) . / -``,

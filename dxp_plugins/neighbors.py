@@ -102,7 +102,7 @@ CANDIDATES = 4
 #: norms (about 1e36) must fit in float32 (3.4e38) with room for the scores.
 MAX_ROW_RADIUS = 1e18
 #: Below this spread (every row this close to the table's mean) float64 distances from a
-#: noisy point tie, and every output is the lowest row: warned about (plugin review F13).
+#: noisy point tie, and every output is the lowest row: warned about.
 MIN_ROW_RADIUS = 1e-10
 #: :func:`exact_search` converts this many table rows to float64 per step.
 EXACT_SLAB_ROWS = 4096
@@ -264,7 +264,7 @@ def _search_threads(one_thread: bool = False) -> Iterator[None]:
     """Run the faiss search inside on one OpenMP thread when ``one_thread`` or while another
     Python thread is searching. Each calling thread gets its own OpenMP team, so threads that
     share an index and search at once put several teams on the cores: 4 threads sharing an
-    exact index ran 20-70x slower than one (service review, seventeenth session). The
+    exact index ran 20-70x slower than one. The
     setting is the calling thread's own (an OpenMP ICV) and is restored afterwards."""
     global _searching
     faiss = _faiss()
@@ -348,7 +348,7 @@ class NeighborIndex:
             found = np.where(found < 0, -1, self._rows[np.maximum(found, 0)])
         # When every candidate is within float64 rounding of the best (a table whose spread is
         # below the float64 resolution of the query), the float64 nearest row, or the lowest
-        # tied one, may be none of them (numerical review F9).
+        # tied one, may be none of them.
         ids, all_tied = _rerank_ties(self._vectors, queries, found, self._rounding(queries))
         if k < len(self._data):
             unsure |= all_tied
@@ -427,7 +427,7 @@ class NeighborIndex:
         ``sum`` or a matrix product may not). An approximate index re-ranks its candidates
         in float64 and misses rows more often than for one word (GloVe 20k, default HNSW:
         the top 2 differed from the exact top 2 for 31% of queries at epsilon 1, 9% at 5,
-        1.4% at 10; a review, 2026-11-25)."""
+        1.4% at 10)."""
         queries = self._checked(queries)
         k = _checked_k(k, self.size)
         if len(queries) == 0:
@@ -549,11 +549,9 @@ class HNSWIndex(NeighborIndex):
     def _build(self, faiss: Any, vectors: np.ndarray) -> Any:
         """The table's graph for ``m``, ``ef_construction`` and ``disk_cache``, shared by
         the indexes of every ``ef_search`` (each passes its own to the search): a second
-        ``ef_search`` value cost a second graph, +179 MiB at 400k words (memory review,
-        twenty-first session)."""
+        ``ef_search`` value would otherwise cost a second graph, +179 MiB at 400k words."""
         # disk_cache in the key: an index that asked for no cache must not be served a
-        # graph read from it, nor keep one that is to be stored from being stored (diff
-        # review F6).
+        # graph read from it, nor keep one that is to be stored from being stored.
         key = ("hnsw-graph", self._m, self._ef_construction, self._disk_cache)
         return _build_once(self._graphs, key, lambda: self._build_graph(faiss, vectors))
 
@@ -596,8 +594,8 @@ class HNSWIndex(NeighborIndex):
     def _read_cached(faiss: Any, path: Path, vectors: np.ndarray) -> Any:
         """The stored graph if it is an HNSW graph over exactly ``vectors``, else None. A
         file another user wrote, or could rewrite, is not read: the check below covers the
-        vectors, not the graph's links (a rewritten graph decoded every query to one word,
-        and links out of range crash faiss 1.9: security review F4)."""
+        vectors, not the graph's links (a rewritten graph can decode every query to one
+        word, and links out of range crash faiss 1.9)."""
         from ._cache import trusted
 
         if not path.exists() or not trusted(path):
@@ -772,8 +770,8 @@ def _checked_k(k: int, size: int) -> int:
 
 def _distances_of(vectors: np.ndarray, queries: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """:func:`squared_distances` of each query to each of its rows ``ids`` (``(n, k)``), one
-    column at a time: a copy of every pair's vectors took n k d float64 (1.8 GB for 2,000
-    queries, k = 100, d = 300: a diff review)."""
+    column at a time: a copy of every pair's vectors would take n k d float64 (1.8 GB for
+    2,000 queries, k = 100, d = 300)."""
     distances = np.empty(ids.shape, dtype=np.float64)
     for column in range(ids.shape[1]):
         distances[:, column] = squared_distances(queries, vectors[ids[:, column]])
@@ -939,8 +937,8 @@ def _build_once(cache: dict[Any, Any], key: Any, build: Callable[[], Any]) -> An
 
 def _full_params(method: str, params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """Every parameter's value, defaults filled in (checked ``params``): the cache key of
-    :func:`get_index`, so that ``{}`` and ``{"ef_search": 64}`` share one index (review 10,
-    N3). Indexes that differ only in ``ef_search`` share one graph (:meth:`HNSWIndex._build`);
+    :func:`get_index`, so that ``{}`` and ``{"ef_search": 64}`` share one index.
+    Indexes that differ only in ``ef_search`` share one graph (:meth:`HNSWIndex._build`);
     the graph's file name holds ``m`` and ``ef_construction``."""
     if method == "exact":
         return ()
@@ -1007,7 +1005,7 @@ def recall_at_k(
     """Share of queries whose approximate :meth:`~NeighborIndex.k_nearest` rows are the
     exact ones, as a set (distances equal row for row where twins swap places): what a
     plugin choosing among the ``k`` nearest words loses to an approximate index (on GloVe
-    20k with the default graph, the top 2 missed more often than the top 1: a review)."""
+    20k with the default graph, the top 2 missed more often than the top 1)."""
     if len(queries) == 0:
         raise ValueError("recall needs at least one query")
     found, found_distances = approximate.k_nearest(queries, k)

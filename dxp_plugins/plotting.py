@@ -53,7 +53,7 @@ _TICK_GAP = 0.06
 def _epsilon_ticks(axis: Any, epsilons: Sequence[float], label: str = "ε") -> None:
     """Log-scale x axis with a tick at every evaluated epsilon, labelled (3 significant
     digits) where it is not crowded by the previous label: a bisection's points (5, 5.21,
-    5.44) no longer print over one another."""
+    5.44) do not print over one another."""
     from matplotlib.ticker import FixedLocator, NullLocator
 
     values = sorted(set(epsilons))

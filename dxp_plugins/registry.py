@@ -134,10 +134,10 @@ def _distribution(entry_point: Any) -> str | None:
 @functools.lru_cache(maxsize=1024)
 def _distribution_name(dist: Any) -> str | None:
     """A distribution's name, read once per distribution object: ``dist.name`` parses its
-    METADATA file on every access, which made each registry look-up (and so each
-    ``TextPrivatizer.transform``, which re-checks its settings) cost milliseconds (service
-    review, seventeenth session). catalogue lists the entry points once, at import, so the
-    same distribution objects come back on every look-up."""
+    METADATA file on every access, which would make each registry look-up (and so each
+    ``TextPrivatizer.transform``, which re-checks its settings) cost milliseconds.
+    catalogue lists the entry points once, at import, so the same distribution objects
+    come back on every look-up."""
     name = getattr(dist, "name", None)
     return name if isinstance(name, str) else None
 
@@ -313,7 +313,7 @@ def describe(registry: catalogue.Registry) -> dict[str, str]:
             continue
         doc = (getattr(entry, "__doc__", None) or "").strip()
         line = " ".join(doc.split("\n\n")[0].split())  # the summary, however many lines
-        if not line and sys.flags.optimize >= 2:  # python -OO strips docstrings (review 29)
+        if not line and sys.flags.optimize >= 2:  # python -OO strips docstrings
             line = "(description stripped by python -OO: run without it to read it)"
         if len(listed) > 1:
             ignored = "; ".join(d.describe() for d in listed[1:])

@@ -310,12 +310,12 @@ def _fresh_noise(subject: _Subject) -> str:
     a claimed 2): a chi-square test of homogeneity of :data:`COPIES` copies in one call
     against as many single-word calls, each on a generator of its own. Noise shared by the copies
     and followed by another random step (a coin between two candidates) passes a check
-    that only asks for more than one output (plugin review 29 F1). Then the same through
-    ``privatize``, against those fresh draws: an override that draws each distinct token
-    once per call or reuses a word's earlier output passed every check on ``_sample``
-    (mutation review 30). The ``_sample`` checks run at :data:`LARGER` times epsilon too:
-    a Vickrey-style coin between the two nearest words, shared by a call's copies, hid at
-    epsilon 1, where the two are about equally likely (plugin review 30)."""
+    that only asks for more than one output. Then the same through ``privatize``, against
+    those fresh draws: an override that draws each distinct token once per call or reuses
+    a word's earlier output would pass every check on ``_sample``. The ``_sample`` checks
+    run at :data:`LARGER` times epsilon too: a Vickrey-style coin between the two nearest
+    words, shared by a call's copies, hides at epsilon 1, where the two are about equally
+    likely."""
     mechanism = subject.build(random_state=SEED)
     epsilon = subject.epsilon
     larger = min(epsilon * LARGER, MAX_EPSILON)
@@ -347,7 +347,7 @@ def _fresh_noise(subject: _Subject) -> str:
 def _secure_calls_vary(subject: _Subject, word: str, fresh: np.ndarray) -> None:
     """Under secure randomness too, :data:`SECURE_CALLS` one-word calls of a word whose
     fresh draws are spread (no output above 90%) do not all return one word: a plugin
-    reusing outputs only when unseeded passed every seeded check (diff review 30). Not a
+    reusing outputs only when unseeded would pass every seeded check. Not a
     test of the law (secure draws cannot be replayed): a correct mechanism fails it with
     probability below 0.9^199, about 1e-9."""
     if np.bincount(fresh).max() > 0.9 * len(fresh):
@@ -392,7 +392,7 @@ def _homogeneity(first: np.ndarray, second: np.ndarray) -> float:
     """p-value of Pearson's chi-square test that two equal-sized samples of row ids come
     from one law; outputs seen fewer than 20 times in both together are pooled (expected
     counts >= 10). The G statistic rejected a correct mechanism 10-70 times more often than
-    its nominal p with many cells near 5 expected (diff review 29, 20,000 simulations);
+    its nominal p with many cells near 5 expected (20,000 simulations);
     Pearson's was calibrated there."""
     outputs, inverse = np.unique(np.r_[first, second], return_inverse=True)
     counts = np.zeros((2, len(outputs)))
@@ -411,9 +411,9 @@ def _threads(subject: _Subject) -> str:
     """Threads calling one mechanism at once, each with its own generator, get what each
     would get alone (docs/plugins.md: keep no per-call state on ``self``; a plugin keeping
     its noisy vectors on ``self`` released another thread's input word 1,734 times in
-    19,200, plugin review 29 F2). A pass means no race was seen in :data:`ROUNDS` rounds,
-    not that none exists. Python's thread switch interval is left alone: shortening it,
-    process-wide, caught no more races in the diff review."""
+    19,200). A pass means no race was seen in :data:`ROUNDS` rounds, not that none exists.
+    Python's thread switch interval is left alone: shortening it, process-wide, caught no
+    more races."""
     mechanism = subject.build(random_state=SEED)
     calls = [
         (np.resize(np.roll(subject.ids, 7 * call), CALL_IDS), call)

@@ -331,7 +331,7 @@ def _plan(
 #: A batch closes at ``batch_size`` documents or once its documents hold this many
 #: characters, whichever comes first (in every door: seeded draws depend on the batches).
 #: A mechanism call's memory grows with its tokens, ~23 MiB per MB of text: 1,000
-#: documents of 100 KB each peaked at 2.7 GiB in one batch (memory review, 21st session).
+#: documents of 100 KB each peaked at 2.7 GiB in one batch.
 BATCH_CHARS = 1 << 22
 
 
@@ -606,7 +606,7 @@ def _privatize_batch(
     ``charged``: see :func:`privatize_tokenized`; ``docs``: the non-blank ``texts`` as
     :func:`tokenize_batch` gave them to :func:`_checked` (their lengths checked there);
     ``expected``: how many tokens :func:`_checked` saw selected in this batch when it did not
-    keep them (tokenized again, another count is refused before any noise: RNG review F4)."""
+    keep them (tokenized again, another count is refused before any noise)."""
     blank = [is_invisible(text) for text in texts]
     if docs is None:
         _check_lengths(texts, blank, nlp, start)

@@ -127,8 +127,8 @@ def test_codes_in_place_of_a_table_point_to_from_codes():
 
 
 def test_a_word_to_code_mapping_takes_the_tables_place():
-    """DESIGN.md's ``dxp.BRR(emb_or_codes, ...)``: a {word: code} mapping is the same
-    mechanism as BRR.from_codes over its items."""
+    """docs/tem-brr.md's ``dxp.BRR({word: code, ...}, epsilon)``: a {word: code} mapping is
+    the same mechanism as BRR.from_codes over its items."""
     codes = all_codes(4)
     words = [f"c{i}" for i in range(len(codes))]
     mapping = dict(zip(words, codes.tolist(), strict=True))

@@ -277,7 +277,8 @@ def _oov_words(count: int) -> list[str]:
 @pytest.mark.parametrize("name", BUILTIN_MECHANISMS)
 def test_a_release_mostly_out_of_vocabulary_warns_with_counts_only(glove_5k, name):
     """Text the table cannot read (another language, a small vocab_size) comes out as words
-    drawn around the UNK point: say so, with counts and never a token (DESIGN.md)."""
+    drawn around the UNK point: say so, with counts and never a token (an error or warning
+    never echoes private text)."""
     from dxp_plugins.mechanisms.base import OOV_WARN_MIN
 
     mech = dxp.make_mechanism(name, glove_5k, epsilon=5.0)

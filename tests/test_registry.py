@@ -1,4 +1,4 @@
-"""Registries fed by entry points (CONVENTIONS.md "catalogue registries")."""
+"""Registries fed by entry points (docs/plugins.md)."""
 
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ def neighbor_distances(embeddings: EmbeddingTable, words: Sequence[str | int]) -
     epsilon readable (PRIVACY.md 15). Brute force in float64 blocks with TEM's Euclidean
     metric (:mod:`dxp_plugins.distances`): a row within rounding of the query, an identical
     vector above all, is recomputed directly (0, not the ~1e-7 that the cancelling
-    ``||q||^2 + ||y||^2 - 2 q.y`` leaves; review 11).
+    ``||q||^2 + ||y||^2 - 2 q.y`` leaves).
     """
     ids, _ = _word_ids(embeddings, words)
     euclidean = get_metric("euclidean")

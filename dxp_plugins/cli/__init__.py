@@ -51,13 +51,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return "" if released is None else released.note()
 
     previous: dict[int, Any] = {}
-    try:  # from here: a signal as the handlers go in is handled as any (diff review 28 N2)
+    try:  # from here: a signal as the handlers go in is handled as any
         previous = _exit_on_signals()  # also arms the hold a stopping run takes
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             # A signal that lands while Python writes a module's bytecode cache leaves
             # that file unclosed: a ResourceWarning from the import system, not the run
-            # (seen once after source files changed: diff review 28 N3).
+            # (seen once after source files changed).
             warnings.filterwarnings(
                 "ignore", category=ResourceWarning, module=r"importlib\._bootstrap"
             )
@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141  # as a shell reports a process killed by SIGPIPE
     except SystemExit as stop:  # SIGTERM or SIGHUP (see _exit_on_signals)
         _hold_signals()  # held already when a signal stopped the run: this line is whole
-        if isinstance(stop, _Stopped):  # said even when nothing was released (review F6)
+        if isinstance(stop, _Stopped):  # said even when nothing was released
             _say(f"{PROG}: stopped ({stop.name}){note()}\n")
         elif note():
             _say(f"{PROG}: stopped{note()}\n")

@@ -44,7 +44,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             ),
             private=args.words_file is not None,
         )
-    except OSError as error:  # "dxp: error: Is a directory" named no file (CLI review F5)
+    except OSError as error:  # "dxp: error: Is a directory" alone names no file
         name = error.filename2 or error.filename  # os.replace(temporary, target): the target
         if name is None:
             raise
@@ -73,7 +73,7 @@ def _check_arguments(args: argparse.Namespace) -> bool:
         raise CLIError("--eta must be in [0, 1)")
     if not 0.0 < args.confidence < 1.0:
         raise CLIError("--confidence must be between 0 and 1 (exclusive)")
-    for epsilon in args.epsilons:  # every one, not only the first (CLI review, 16th session)
+    for epsilon in args.epsilons:  # every one, not only the first
         check_epsilon(epsilon, "--epsilons")
     if args.word_pool is not None and args.word_pool < 1:
         raise CLIError("--word-pool must be >= 1")
@@ -284,7 +284,7 @@ def _summaries(
 #: Staging folders are ``.dxp-calibrate.<host>-<pid>.<random>.tmp``: a later run on the
 #: same host tells from the pid whether the run that made one is gone (killed outright)
 #: and its folder can be removed; ``<host>`` keeps runs of other machines sharing the
-#: folder (NFS) out of it (diff review 28 F7).
+#: folder (NFS) out of it.
 _STAGING = ".dxp-calibrate."
 
 
@@ -296,9 +296,9 @@ def _host_tag() -> str:
 
 def _remove_stale_staging(out: Path) -> None:
     """Remove staging folders left in ``out`` by runs of this host no longer alive
-    (SIGKILL, a crash): with ``--words-file`` they hold rows naming the user's words
-    (review 28 F10). A live process's folder (another run writing there now, or a reused
-    pid), another host's and any other name are left alone. Containers sharing a folder
+    (SIGKILL, a crash): with ``--words-file`` they hold rows naming the user's words. A
+    live process's folder (another run writing there now, or a reused pid), another
+    host's and any other name are left alone. Containers sharing a folder
     under one host name but separate pid namespaces would still look dead to each other."""
     host = _host_tag()
     for folder in out.glob(f"{_STAGING}{host}-*.tmp"):
@@ -332,11 +332,11 @@ def _write(
     folder inside ``out`` first; then, with signals held, the previous run's files are
     removed (summary.json first) and the new ones moved into place (summary.json last): an
     interrupted or failing run leaves the previous run's files, or only its own, never new
-    results beside old figures (CLI review F4: figures take seconds to draw).
+    results beside old figures (figures take seconds to draw).
 
     ``private`` (``--words-file``: the tables name the user's words): a folder this run
-    creates is 0700 and every file 0600, whatever the umask (a newcomer's review found
-    them world-readable beside the advice to keep them private)."""
+    creates is 0700 and every file 0600, whatever the umask (never world-readable: the
+    advice is to keep them private)."""
     try:
         if private and not out.exists():
             out.mkdir(mode=0o700, parents=True)
@@ -376,7 +376,7 @@ def _write(
 
 def _final_name(name: Any, staging: Path, out: Path) -> Any:
     """The ``--out`` file a staged file ``name`` would have become (a failed staged write
-    named the hidden ``.dxp-calibrate.*.tmp`` folder, review 28); other names unchanged."""
+    would otherwise name the hidden ``.dxp-calibrate.*.tmp`` folder); other names unchanged."""
     if isinstance(name, str) and Path(name).is_relative_to(staging):
         return str(out / Path(name).relative_to(staging))
     return name

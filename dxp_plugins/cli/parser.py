@@ -19,7 +19,7 @@ from .settings import _labels
 class _Parser(argparse.ArgumentParser):
     """argparse, with errors that point to --help and no abbreviated options: ``--eps``
     for ``--epsilon`` would change meaning the day an option ``--eps...`` is added, and
-    silently break the scripts that used it (CLI review 30 F11)."""
+    silently break the scripts that used it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
@@ -121,7 +121,7 @@ class _EachOnce(argparse.Action):
 class _EachKeyOnce(_EachOnce):
     """``KEY=VALUE`` pairs (``--param``, ``--embeddings-param``), each key once: the pairs
     become a dict, where a repeated key's last value would win silently, as a repeated
-    single-valued option's did (diff review F5, twenty-fifth session)."""
+    single-valued option's would under plain argparse."""
 
     def _keys(self, value: tuple[str, Any]) -> list[str]:
         return [value[0]]
@@ -181,8 +181,8 @@ Epsilon is per unit of the mechanism's distance: a larger epsilon keeps more wor
 the example target of docs/choosing-epsilon.md there). Choose it with `dxp calibrate`."""
 
 
-#: Shown under ``dxp --help``, ``dxp privatize --help`` and ``dxp calibrate --help`` (CLI
-#: review F7: only 141 and 2 were written down). docs/front-doors.md lists them too.
+#: Shown under ``dxp --help``, ``dxp privatize --help`` and ``dxp calibrate --help``.
+#: docs/front-doors.md lists them too.
 EXIT_STATUS = """exit status:
   0    success
   1    an error: a bad value (a negative epsilon), bad input data, a failed read or write

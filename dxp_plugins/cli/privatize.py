@@ -135,8 +135,8 @@ def _privatize(args: argparse.Namespace) -> int:
     )
     # A run that streams (stdout, an -o written through) with a --report FILE keeps the
     # report ahead of what it writes: before each batch goes out, the report as it will
-    # stand with it, marked incomplete, replaces what was there (CLI review F3: a killed
-    # run left an earlier run's report, and a 0-byte temporary file). Otherwise the report
+    # stand with it, marked incomplete, replaces what was there (a killed run would
+    # otherwise leave an earlier run's report, and a 0-byte temporary file). Otherwise the report
     # is opened after the output, so it is replaced first when the run succeeds: a report
     # that fails then leaves the output unreplaced (none released without its record), and
     # an output that fails after it leaves a record overstating, never understating.
@@ -173,8 +173,8 @@ def _privatize(args: argparse.Namespace) -> int:
                 except OSError as error:
                     raise _write_error(args.report, error) from None
     except BaseException:  # a reader that left (exit 141) too: the report lists what
-        # reached the pipe, an upper bound of what it read (review P3: a stale report stayed)
-        _hold_signals()  # first: till the last line is printed (CLI review F2; review 28 F1)
+        # reached the pipe, an upper bound of what it read (a stale report would otherwise stay)
+        _hold_signals()  # first: till the last line is printed
         if run.streamed and args.report and (run.listed or run.report):
             if run.finished:  # every document went out, then the report failed
                 run.report_failed = True
@@ -214,8 +214,8 @@ def _privatize_inputs(
     with closing(_open_inputs(args.files)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
-            # Each input on its own (CLI review P2); an -o FILE is replaced only when the
-            # run succeeds: nothing need be held back for it (review D1).
+            # Each input on its own; an -o FILE is replaced only when the run succeeds:
+            # nothing need be held back for it.
             found, held_bytes = _Texts(args.fields), 0
             hold = needs_text and run.streamed and not _is_regular_file(name)
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
@@ -305,7 +305,7 @@ def _held_too_long(label: str, records: int, field: str) -> CLIError:
 
 def _warn_tables(args: argparse.Namespace) -> None:
     """A CSV or TSV input read as plain text privatizes its header and every column of
-    each row as words, delimiters passed through (instructor review 29): say so."""
+    each row as words, delimiters passed through: say so."""
     tables = (name for name in args.files if name.lower().endswith((".csv", ".tsv")))
     if any(not _is_jsonl(name, args) for name in tables):
         warnings.warn(
@@ -440,8 +440,8 @@ def _progress_bar(
 
 def _no_progress(args: argparse.Namespace) -> bool:
     """Hidden unless asked for (``--progress``) or stderr is a terminal, and by default also
-    when the private text is written to the terminal itself, where the bar shared its lines
-    (CLI review 30 F1), or ``TQDM_DISABLE`` is set."""
+    when the private text is written to the terminal itself, where the bar would share its
+    lines, or ``TQDM_DISABLE`` is set."""
     if args.progress is not None:
         return not args.progress
     disabled = os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false")

@@ -147,7 +147,7 @@ def _in_package_metadata(error: BaseException) -> bool:
 def _while_importing_a_dependency(error: BaseException) -> bool:
     """Whether ``error`` passed through the top-level code of a module outside
     dxp_plugins: it was raised while that module was imported (spaCy 4.0.dev beside numpy
-    2 raised ValueError there, reported at the input lines; pre-release review F4)."""
+    2 raises ValueError there, which would otherwise be reported at the input lines)."""
     frame = error.__traceback__
     while frame is not None:
         code = frame.tb_frame.f_code
@@ -195,7 +195,7 @@ _STOP_SIGNALS = tuple(
 
 class _Stopped(SystemExit):
     """SIGTERM or SIGHUP: the run ends with exit code 128 + the signal (143, 129), saying
-    so (CLI review F6: it ended silently when nothing had been written yet)."""
+    so, also when nothing has been written yet."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(128 + signum)
@@ -230,8 +230,8 @@ def _exit_on_signals() -> dict[int, Any]:
     return previous
 
 
-#: Signals held while a stopping run writes its partial report and its last line (CLI
-#: review F2: a second Ctrl-C there deleted the new report and left an earlier run's), and
+#: Signals held while a stopping run writes its partial report and its last line (a second
+#: Ctrl-C there would delete the new report and leave an earlier run's), and
 #: while ``calibrate`` moves its files into place.
 _HELD_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
@@ -257,10 +257,10 @@ class _SignalHold:
     def stop(self, error: BaseException) -> None:
         """Called by the stop signals' handlers as they raise ``error``, while :func:`main`
         runs: the first stop is kept, since raised in a ``__del__`` or a weakref callback
-        Python prints and drops it (review 28 F3), so :func:`_raise_if_stopped` raises it
+        Python prints and drops it, so :func:`_raise_if_stopped` raises it
         again where the run can stop. No hold is taken here: a stop dropped, or caught by
-        library code, then left every later signal noted and ignored until the next such
-        point (minutes in calibrate: diff review 28 F1); the stopping paths hold the
+        library code, would then leave every later signal noted and ignored until the next
+        such point (minutes in calibrate); the stopping paths hold the
         signals first thing instead (:func:`_hold_signals`)."""
         if self.armed and self.stopping is None:
             self.stopping = error
@@ -268,8 +268,7 @@ class _SignalHold:
     def take(self) -> bool:
         """Hold the signals (from the main thread only); False when they were held
         already (or cannot be). A signal whose handler ran as the hold was being taken is
-        noted as one that arrived during it (the handler it replaces is recorded first,
-        review 28 F8)."""
+        noted as one that arrived during it (the handler it replaces is recorded first)."""
         if self.previous or threading.current_thread() is not threading.main_thread():
             return False
         self.arrived = []
@@ -367,7 +366,7 @@ def _restore_signals(previous: dict[int, Any], *, ending: bool) -> None:
     script, ``python -m``), held signals stay ignored until the process exits, so a second
     or third Ctrl-C cannot turn exit code 130 into a traceback or a death by signal."""
     if threading.current_thread() is not threading.main_thread():
-        return  # main() run by another thread (a server) touched no handler (review 28 F8)
+        return  # main() run by another thread (a server) touched no handler
     if isinstance(sys.unraisablehook, _QuietDroppedStops):  # ours, not one set since
         sys.unraisablehook = _HOLD.unraisablehook
     held = set(_HOLD.previous) if ending else set()

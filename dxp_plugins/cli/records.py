@@ -227,8 +227,8 @@ def _parse_record(body: bytes, where: str) -> Any:
     except _NotJSON:
         reason = "NaN and Infinity are not JSON"
     except json.JSONDecodeError as error:  # its msg is fixed text; the part after ': ' may
-        # quote input (the pure-Python scanner's "Invalid \\escape: 'x'"); ':' alone cut
-        # "Expecting ':' delimiter" to "Expecting '" (review 11)
+        # quote input (the pure-Python scanner's "Invalid \\escape: 'x'"); ':' alone would
+        # cut "Expecting ':' delimiter" to "Expecting '"
         reason = f"{error.msg.partition(': ')[0]}, character {error.pos + 1}"
     except RecursionError:
         reason = "nested too deeply"
@@ -343,10 +343,10 @@ def _has_word(text: str) -> bool:
 class _Texts:
     """Whether, for each ``--field``, some JSONL record of one input held a word in it.
     Under ``--null keep`` or ``--keep-fields``, an input in which a ``--field`` held none is
-    refused (review 25, F10's revert): a wrong ``--field``, null, empty or without a word
+    refused: a wrong ``--field``, null, empty or without a word
     (``"-"``, spaces) in every record, would otherwise release the records (under ``'*'``
     the real text field copied raw) with nothing of it privatized and exit 0. Counted per
-    input: one good file must not let another file's text column through (CLI review P2).
+    input: one good file must not let another file's text column through.
     A field is tokenized only until it has held a word."""
 
     def __init__(self, fields: Sequence[str]) -> None:
@@ -406,7 +406,7 @@ def _census(
     with closing(_open_inputs(regular)) as inputs:
         for name, stream in inputs:
             label, records = _label(name), _records(name, stream, args)
-            texts = _Texts(args.fields)  # each file on its own (CLI review P2)
+            texts = _Texts(args.fields)  # each file on its own
             while batch := list(itertools.islice(records, args.batch_size)):
                 documents += len(batch)
                 for _, context, record_texts in batch if needs_text else ():

@@ -38,16 +38,16 @@ class _Released:
     reported: int = 0  # the documents it lists (those of the batch being written too)
     report_failed: bool = False
     # Called with the documents, guarantee and null records the report will list once the
-    # next batch is written, before it is (a streamed run with a --report FILE: CLI review
-    # F3, a killed run left an earlier run's report).
+    # next batch is written, before it is (a streamed run with a --report FILE: a killed
+    # run would otherwise leave an earlier run's report).
     ahead: Callable[[int, Any, int], None] | None = None
     # The embeddings as given (name, --embeddings-param): the guarantee names the table by
-    # fingerprint and size; these say where it came from (BYOE review F10).
+    # fingerprint and size; these say where it came from.
     embeddings: dict[str, Any] = field(default_factory=dict)
     # The mechanism's name, options as given and settings (a TEM's beta, a plugin's
-    # options): the guarantee names only the mechanism and its epsilon (plugin review 29 F7).
+    # options): the guarantee names only the mechanism and its epsilon.
     mechanism: dict[str, Any] = field(default_factory=dict)
-    # For an audit trail (compliance review F7): what one document was, and a hash of the
+    # For an audit trail: what one document was, and a hash of the
     # bytes that reached the output (the released text, never the input).
     unit: str | None = None
     digest: Any = field(default_factory=hashlib.sha256)
@@ -203,12 +203,12 @@ def _report_ahead(
 ) -> None:
     """Replace the report at ``target`` with the one the run will stand at once its next
     batch is written, marked incomplete: a run killed while (or after) the batch is written
-    (SIGKILL; SIGQUIT, left to its default) leaves a report listing at least what went out
-    (CLI review F3). A failure stops the run before the batch: what stands lists all."""
+    (SIGKILL; SIGQUIT, left to its default) leaves a report listing at least what went out.
+    A failure stops the run before the batch: what stands lists all."""
     upcoming = replace(run, documents=documents, uncertain=0, nulls=nulls)
-    # Held: a signal between the rename and the bookkeeping left a report that a run
-    # stopping before its first batch went out did not withdraw, or a temporary file
-    # (review 28 F7); one that arrives meanwhile acts once the report stands, and counted.
+    # Held: a signal between the rename and the bookkeeping would leave a report that a run
+    # stopping before its first batch went out did not withdraw, or a temporary file; one
+    # that arrives meanwhile acts once the report stands, and counted.
     with _signals_held():
         try:
             with _replacing(target) as (stream, _):
@@ -220,8 +220,8 @@ def _report_ahead(
 
 def _kept_clause(kept: _Unprotected) -> str:
     """The report's statement names the fields ``--keep-fields`` wrote raw, so a reader of
-    the sentence alone does not miss them (compliance review F6); under '*' the names some
-    record held (review 25, F5: it said "every field but the private one" alone)."""
+    the sentence alone does not miss them; under '*' the names some record held, not
+    "every field but the private one" alone."""
     if not (kept.names or kept.unlisted):
         return ""
     fields = ", ".join(kept.names)
@@ -234,8 +234,8 @@ def _kept_clause(kept: _Unprotected) -> str:
     return f" JSONL fields {fields} copied unchanged and unprotected ({option})."
 
 
-#: The end of an incomplete report's statement (open work 33: only "complete": false said
-#: so, and a reader of the sentence alone took a stopped run's figures for a whole input's).
+#: The end of an incomplete report's statement (besides "complete": false, since a reader of
+#: the sentence alone would take a stopped run's figures for a whole input's).
 _INCOMPLETE = (
     " The run had not finished when this report was written (complete: false): it covers"
     " the documents the run may have released by then, and its output holds at most these."

@@ -49,7 +49,7 @@ def _descriptor(target: str) -> int | None:
 
 def _write_error(target: str, error: OSError) -> OSError | CLIError:
     """A failed write as an error naming its target (``writing /dev/full: No space left on
-    device``; review D4: the target was not named). A reader that left (BrokenPipeError)
+    device``). A reader that left (BrokenPipeError)
     stays itself: it ends the run with exit code 141."""
     if isinstance(error, BrokenPipeError):
         return error
@@ -78,7 +78,7 @@ def _overlaps(target: str, name: str) -> bool:
 
 def _check_targets(args: argparse.Namespace) -> None:
     """Refuse to write over an input: it would be replaced by its own privatization (the
-    output was even emptied before the input was read). Refuse a report written where the
+    output would even be emptied before the input was read). Refuse a report written where the
     private text goes: it would be mixed into it, or lost when the output replaces it."""
     inputs = [name for name in args.files if name != "-"]
     for option, target in (("--output", args.output), ("--report", args.report)):
@@ -123,9 +123,9 @@ def _check_targets(args: argparse.Namespace) -> None:
 def _check_descriptors(args: argparse.Namespace) -> None:
     """Refuse a run whose output or report goes to a descriptor (stdout, stderr for
     ``--report -``, ``/dev/fd/N``) holding a regular file that is also an input: ``dxp
-    privatize in.txt >> in.txt`` read its own output back and never ended (CLI review F1: a
-    file grew to 293 MB), and ``> in.txt`` emptied the input before dxp started (exit 0,
-    nothing written). As cat's "input file is output file"; pipes and terminals may be
+    privatize in.txt >> in.txt`` would read its own output back and never end (a file grew
+    to 293 MB), and ``> in.txt`` empties the input before dxp starts (exit 0, nothing
+    written). As cat's "input file is output file"; pipes and terminals may be
     shared."""
     for target, standard in ((args.output, 1), (args.report, 2)):
         if target is None:
@@ -200,7 +200,7 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _EXTRA_FLAGS, 0o600)
     except OSError as error:
         # A writable file in a folder that is not (a single-file mount, a read-only root)
-        # said only "Permission denied" (locked-down review 29 F4).
+        # would say only "Permission denied".
         beside = (
             f" (it is replaced at the end through a new file beside it, in {path.parent}, "
             "which cannot be created there: write to a writable folder, or redirect the "
@@ -212,7 +212,7 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
     try:
         with os.fdopen(fd, "wb") as stream:
             yield stream, True
-        try:  # named: "Operation not permitted" alone named no file (CLI review F5)
+        try:  # named: "Operation not permitted" alone names no file
             os.chmod(temporary, _final_mode(info))
             _replace(temporary, path)
         except OSError as error:
@@ -226,7 +226,7 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
 #: Attempts at renaming over a target: on Windows another process holding the file open (an
 #: editor, ``Get-Content -Wait``, a scanner glancing at a new file) makes ``os.replace``
 #: fail with PermissionError for a moment, and a streamed run's report is renamed before
-#: every batch (review 28 F5, reasoned from the platform's rules, not run there).
+#: every batch (reasoned from the platform's rules, not run there).
 _REPLACE_ATTEMPTS = 5 if os.name == "nt" else 1
 
 

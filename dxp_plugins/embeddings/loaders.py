@@ -30,7 +30,7 @@ _MANIFEST = "manifest.json"
 #: SHA-256 of GloVe 6B 50d as this library converts it: the 400k words joined by "\n" in
 #: UTF-8 (the cache's words.txt) and the vectors' float32 little-endian C-order bytes. A
 #: cache is checked against these, never against its own manifest, which whoever wrote the
-#: folder wrote (security review F1: a planted cache made chosen words come out unchanged).
+#: folder wrote (a planted cache could make chosen words come out unchanged).
 GLOVE_WORDS_SHA256 = "029a7168ebc71f71e23e1f6ae94967234a13dcd64717754746c171be20d31a77"
 GLOVE_VECTORS_SHA256 = "2d8f854bb078949c98db4af235d14e5834efa7e3c3058af5855016d2ba060c3c"
 #: Cache folders whose files this process has hashed, with the (inode, size, mtime) of each
@@ -187,8 +187,8 @@ def _read_glove_cache(folder: Path, size: int) -> tuple[list[str], np.ndarray]:
         if stored.shape != shape or stored.dtype != np.float32 or not stored.flags.c_contiguous:
             raise ValueError(f"vectors of shape {stored.shape} and dtype {stored.dtype}")
         # The bytes hashed are the bytes used: words.txt is read once, the vectors copied
-        # before they are hashed (a writer holding the files open swapped two words' rows
-        # between the hash and a second read: locked-down review 29 F1).
+        # before they are hashed (a writer holding the files open could swap two words'
+        # rows between the hash and a second read).
         text = paths[0].read_bytes()
         if _VERIFIED.get(folder) != seen:
             if not all(map(trusted, paths)):
@@ -507,11 +507,11 @@ def load_spacy_vectors(
 
     Rows are taken as frequency ordered (spaCy vector tables usually are): the table's rank
     is the row order, whatever ``vocab_size``, unless ``frequency_ordered=False`` (no rank:
-    ``vocab_size``, FREQUENCY grouping and zipf weights are then refused). It used to rank
-    only when ``vocab_size`` cut the table, so those worked or failed with that number
-    (BYOE review F9). The rank is part of the fingerprint: a table loaded whole gets
-    another fingerprint than before this change, so a pipeline or estimator saved with one
-    refuses to run until it is made again (or loaded with ``frequency_ordered=False``).
+    ``vocab_size``, FREQUENCY grouping and zipf weights are then refused), so those work
+    or fail the same whether or not ``vocab_size`` cuts the table. The rank is part of the
+    fingerprint: a pipeline or estimator saved with an unranked table (a whole table
+    loaded by an earlier version) refuses to run until it is made again (or the table is
+    loaded with ``frequency_ordered=False``).
 
     ``vocab_size`` keeps the N first words. Words that share a row are taken in string
     order, so the N words can end inside a shared row; ties between words of one row are

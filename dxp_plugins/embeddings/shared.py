@@ -46,8 +46,8 @@ def load_embeddings_setting(
         return _cut(embeddings, raw, vocab_size)
 
     # The door's table (cut to vocab_size when the loader returned more rows) is shared
-    # between doors; the loader's own table with load_embeddings (diff review F1: one
-    # shared value for both let whichever loaded first decide what the other got).
+    # between doors; the loader's own table with load_embeddings (one shared value for
+    # both would let whichever loaded first decide what the other got).
     table = _shared("door", embeddings, loader, params, load)
     _LATEST_TABLE[:] = [table]  # a door's, kept for the next clone in a grid search
     return table
@@ -150,7 +150,7 @@ def _load_shared(
     """Tables are immutable, so doors with the same embeddings share one (and its index);
     ``stamps`` (see :func:`_file_stamps`) makes an edited vectors file a new key. A lock per
     key makes threads at first use of a setting wait for one load (an ``lru_cache`` alone
-    lets each of them load its own table: review 10, F3)."""
+    lets each of them load its own table)."""
     # The lock's key leaves out the loader (stamps[0]): a lock is kept per setting for the
     # life of the process, and must not keep every loader registered again alive.
     with key_lock(_SHARED_LOCKS, (name, params_json, stamps[1:])):
@@ -163,9 +163,9 @@ def _load_shared(
 
 
 #: Loaders' and doors' tables by setting, while anything holds one, and the latest door
-#: table (kept for the next clone in a grid search). An ``lru_cache`` of four kept four 400k
-#: tables and their indexes for the life of the process: 670 MiB after a grid over
-#: ``vocab_size`` with every estimator deleted (memory review, twenty-first session).
+#: table (kept for the next clone in a grid search). An ``lru_cache`` of four would keep four
+#: 400k tables and their indexes for the life of the process: 670 MiB after a grid over
+#: ``vocab_size`` with every estimator deleted.
 _LIVE_TABLES: weakref.WeakValueDictionary[tuple[Any, ...], EmbeddingTable] = (
     weakref.WeakValueDictionary()
 )
@@ -188,7 +188,7 @@ def _file_stamps(params: dict[str, Any]) -> tuple[Any, ...]:
             continue
         if os.path.isfile(value):
             # gensim's .kv keeps its arrays beside it (NAME.vectors.npy): stamped too, or an
-            # edited array file returned the stale table (BYOE review F8).
+            # edited array file would return the stale table.
             for file in (
                 os.fspath(value),
                 *sorted(glob.glob(glob.escape(os.fspath(value)) + ".*.npy")),

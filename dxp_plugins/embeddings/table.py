@@ -127,7 +127,7 @@ class EmbeddingTable:
     def name(self) -> str | None:
         """The human-readable label given at construction. Read-only like the rest of the
         table: it is part of a mechanism's ledger unit, and loads of the same settings share
-        one table between the user and the doors (diff review N4, twenty-second session)."""
+        one table between the user and the doors."""
         return self._name
 
     @property
@@ -231,7 +231,7 @@ class EmbeddingTable:
             raise TypeError(f"tokens must be a sequence of str, not one {kind}: use [word]")
         if not set(map(type, tokens)) <= {str}:  # fast when every token is exactly a str
             for position, token in enumerate(tokens):
-                if not isinstance(token, str):  # its type only: never the value (DESIGN.md)
+                if not isinstance(token, str):  # its type only: an error never echoes a token
                     raise TypeError(f"token {position} is a {type(token).__name__}, not str")
         return self._rows(tokens)
 
@@ -307,7 +307,7 @@ class EmbeddingTable:
         trained model's, or the falling ones ``load_word2vec_format`` gives in row order),
         else the row order (true of GloVe and word2vec files). A ``.kv`` saved in another
         order (alphabetical, from ``add_vectors``) keeps its real counts: ranking by row
-        order kept punctuation and dropped "the" at ``vocab_size`` (BYOE review F2).
+        order would keep punctuation and drop "the" at ``vocab_size``.
         """
         words = list(keyed_vectors.index_to_key)
         vectors = keyed_vectors.vectors

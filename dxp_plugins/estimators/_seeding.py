@@ -6,7 +6,7 @@ parameter named ``random_state`` (or ``*__random_state``) of the estimators they
 int drawn from their own ``random_state``, or from numpy's global generator when that is
 None (``sklearn.ensemble._base._set_random_states``). A privatizing step inside one would
 draw seeded noise nobody asked for, predictable from the ensemble's seed or
-``np.random.seed`` (PRIVACY.md 16, 17; sklearn review 29 F1), and would release each
+``np.random.seed`` (PRIVACY.md 16, 17), and would release each
 document once per bag. The step refuses those seeds; the privatizer belongs before the
 ensemble, releasing once.
 """

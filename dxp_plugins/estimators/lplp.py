@@ -510,7 +510,7 @@ class LPLPTransformer(FreshTaskToken, RefusesEnsembleSeeds, TransformerMixin, Ba
 def _warn_multiword_features(words: tuple[str, ...] | None, n_changes: int) -> None:
     """PrivacyWarning for vocabulary entries of several words (n-grams, phrases): one word
     occurrence then moves several counts (up to n^2 for n-grams of lengths 1..n), so N = 1
-    does not protect one occurrence (LPLP review F1: bigrams measured at 4 epsilon)."""
+    does not protect one occurrence (bigrams measured at 4 epsilon)."""
     if not words:
         return
     moved = max(len(word.split()) for word in words) ** 2
@@ -527,7 +527,7 @@ def _warn_multiword_features(words: tuple[str, ...] | None, n_changes: int) -> N
 def _warn_own_totals(weights: np.ndarray, counts: sp.csr_matrix) -> None:
     """PrivacyWarning for public weights equal (or proportional) to the fitted corpus's own
     column totals: the paper decompresses with corpus frequencies, so a replication passes
-    ``X.sum(0)``, which the record would call public (LPLP review F4; PRIVACY.md 9)."""
+    ``X.sum(0)``, which the record would call public (PRIVACY.md 9)."""
     totals = np.asarray(counts.sum(axis=0), dtype=np.float64).ravel()
     if np.ptp(weights) == 0 or np.unique(totals).size < 3:
         return  # uniform weights are public by construction; a balanced corpus says nothing

@@ -162,10 +162,9 @@ class TextPrivatizer(  # type: ignore[call-arg]
         """Check the settings and build the mechanism (nothing is learned from ``X``, which
         may be None, as for scikit-learn's stateless ``HashingVectorizer``).
 
-        A fit that fails leaves the transformer unfitted: a failed re-fit kept the previous
-        mechanism, which ``transform`` then used under the new settings (releasing at the
-        old epsilon, charging the old ledger past a new one's cap: diff review F3,
-        twenty-second session)."""
+        A fit that fails leaves the transformer unfitted: a failed re-fit that kept the
+        previous mechanism would have ``transform`` use it under the new settings (releasing
+        at the old epsilon, charging the old ledger past a new one's cap)."""
         for attribute in _FITTED:
             self.__dict__.pop(attribute, None)
         if X is not None:
@@ -371,8 +370,8 @@ def _param_names(kind: type[BaseEstimator]) -> tuple[str, ...]:
 def _same(now: Any, then: Any) -> bool:
     """Whether ``now`` is certainly the parameter value ``then`` was: the same type, equal
     immutable values, containers item by item, a table, ledger or function the very same
-    object. False whenever in doubt (any other object: it may have changed in place, as a
-    set did before sets were copied: diff review F2), and the caller runs the full check."""
+    object. False whenever in doubt (any other object: it may have changed in place), and
+    the caller runs the full check."""
     if type(now) is not type(then):
         return False
     if isinstance(now, dict):

@@ -55,9 +55,7 @@ def calibrate(
     calibration: CalibrationMode = "sound",
 ) -> NoiseCalibration:
     """The noise of each compressed entry for (N, epsilon)-LPLP (see module docstring).
-    ``calibration`` is the setting ``LPLPTransformer`` and ``LPLPRelease`` take (it was
-    ``mode`` here, while their errors named ``calibration``: API review, twenty-second
-    session)."""
+    ``calibration`` is the setting ``LPLPTransformer`` and ``LPLPRelease`` take."""
     epsilon = check_epsilon(epsilon)
     n_changes = check_int(n_changes, "n_changes", minimum=1)
     n_features = check_int(n_features, "n_features", minimum=1)
@@ -66,9 +64,7 @@ def calibrate(
         raise ValueError(f"n_groups ({n_groups}) cannot exceed the {n_features} features")
     check_choice(calibration, "calibration", CALIBRATIONS)
     true_epsilon = epsilon if calibration == "sound" else n_features * epsilon / n_groups
-    if (
-        calibration == "paper"
-    ):  # the rescaled epsilon must itself be a valid one (numerical review F2)
+    if calibration == "paper":  # the rescaled epsilon must itself be a valid one
         true_epsilon = check_epsilon(
             true_epsilon,
             f"the paper calibration's true epsilon M*epsilon/K = {n_features}*"

@@ -31,7 +31,8 @@ MAX_TOTAL = 2**62
 def check_totals(counts: sp.csr_matrix, axis: int, what: str) -> None:
     """ValueError if a sum of ``counts`` along ``axis`` (in float64) reaches :data:`MAX_TOTAL`.
 
-    The message states the bound only, never a data value (DESIGN.md).
+    The message states the bound only, never a data value (as every message of
+    :mod:`dxp_plugins.errors`).
     """
     if counts.nnz == 0:
         return

@@ -147,8 +147,8 @@ class LPLPGuarantee:
         count vector by 1 in L1, replacing one word by another by 2, and the two-sided
         geometric noise's loss is linear in L1 (``epsilon / N`` per unit), so a change of c
         occurrences costs ``c * epsilon / N``. That holds when each column counts one word;
-        with n-grams of lengths 1..n one occurrence moves up to n^2 counts (bigrams: 4:
-        LPLP review F1, measured 4 epsilon), so the sentence says so."""
+        with n-grams of lengths 1..n one occurrence moves up to n^2 counts (bigrams: 4,
+        measured at 4 epsilon), so the sentence says so."""
         eps, n = number(self.epsilon), self.n_changes
         per, up_to = (eps, "") if n == 1 else (f"{eps}/{n}", f"e^{eps} for c up to {n}; ")
         each = " (per release)" if self.releases > 1 else ""

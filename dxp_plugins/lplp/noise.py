@@ -18,8 +18,8 @@ integer, so there is no floating-point leakage of the low-order bits of a real-v
 4.5e-4 of the mass) ``E`` lies on a grid of spacing at most ``7.7 * 2**-53`` (about
 8.5e-16), so ``floor(E / rate)`` puts a relative error of about ``8.5e-16 / rate`` on each
 value's probability: negligible at ordinary rates, but above 1 below ``rate`` ~ 1e-15,
-where the grid is coarser than one integer step and the parity of a noisy count gave away
-the parity of the true one (numerical review, sixteenth session). So :func:`geometric`
+where the grid is coarser than one integer step and the parity of a noisy count would give
+away the parity of the true one. So :func:`geometric`
 uses ``floor(E / rate)`` only for ``rate >= SPLIT_BELOW`` (2**-10: body error below
 9e-13) and below it splits a draw into blocks of ``m = ceil(1 / rate)`` values,
 ``G = m A + B``: ``A`` is geometric with ratio ``alpha**m = e**-(rate m)`` (``rate m >= 1``,
@@ -35,8 +35,8 @@ its grid coarsens as ``e**(E - 7.697) * 2**-53``, so the relative error grows al
 tail (past 9e-13 at rate 2**-10 from E ~ 10, mass 4.5e-5), reaching 100% near its end,
 ``E <= 44.44``: a geometric draw never exceeds its ``44.44 / rate`` quantile (split draws:
 ``45.44 / rate``), and above rate 44.44 the sparse path's magnitude is always 1. Counted
-as delta (the exact sum of ``max(0, D(z) - e**rate D(z - 1))`` over the tail grid, by the
-review): 1.1e-19 to 6.7e-19 per entry in the dense path (rates 2**-10 to 1.9), at most
+as delta (the exact sum of ``max(0, D(z) - e**rate D(z - 1))`` over the tail grid):
+1.1e-19 to 6.7e-19 per entry in the dense path (rates 2**-10 to 1.9), at most
 7.4e-20 in the sparse path. A release of K entries is therefore (N, epsilon,
 delta)-LPLP with ``delta <= K * 1e-18`` besides the body errors above, far below any other
 error in practice.

@@ -61,17 +61,16 @@ def _build(
 
 def _check_kept(name: str, mechanism: Mechanism, params: dict[str, Any]) -> None:
     """TypeError when the mechanism built does not hold the base settings it was given. A
-    constructor taking ``**kwargs`` and not passing them on to :class:`Mechanism` released
-    past the user's capped accountant (which read 0 spent), drew secure noise for a seeded
-    door, and a factory could build another epsilon than the door states (contributor
-    review, twenty-eighth session, F1): the doors and records would describe settings the
-    mechanism does not use."""
+    constructor taking ``**kwargs`` and not passing them on to :class:`Mechanism` would
+    release past the user's capped accountant (which would read 0 spent) and draw secure
+    noise for a seeded door, and a factory could build another epsilon than the door
+    states: the doors and records would describe settings the mechanism does not use."""
     import numbers
 
     from .._validation import check_epsilon
 
     dropped = []
-    # As the base class stores it (a Fraction 1/10 is kept as 0.1: diff review 28 N1).
+    # As the base class stores it (a Fraction 1/10 is kept as 0.1).
     if "epsilon" in params and mechanism.epsilon != check_epsilon(params["epsilon"]):
         dropped.append(f"epsilon (given {params['epsilon']!r}, holds {mechanism.epsilon!r})")
     if "oov" in params and mechanism.oov != params["oov"]:
@@ -98,8 +97,8 @@ BASE_SETTINGS = ("epsilon", "oov", "random_state", "accountant")
 def check_factory(name: str, factory: Any, options: dict[str, Any]) -> None:
     """TypeError now when ``factory`` cannot take what every door passes (``epsilon``,
     ``oov``, ``random_state``, ``accountant``) with ``options``: a constructor without them
-    failed only at the first document or ``fit``, after ``add_pipe`` and a saved pipeline
-    had succeeded (contributor review 28 F8). Not introspectable: it checks itself."""
+    would otherwise fail only at the first document or ``fit``, after ``add_pipe`` and a
+    saved pipeline had succeeded. Not introspectable: it checks itself."""
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):

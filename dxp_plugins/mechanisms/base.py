@@ -29,7 +29,7 @@ from ..guarantee import OOV_POLICIES, Accountant, Guarantee, OOVPolicy
 _SET_ONCE = frozenset({"metric"})
 #: The module of each name the library's own mechanisms record: only its classes may record
 #: it (a map, not ``dxp_plugins.mechanisms.<name>``: a name such as ``laplace-coord`` is no
-#: module's, contributor review 28 F5).
+#: module's).
 BUILTIN_MODULES = {
     "madlib": "dxp_plugins.mechanisms.madlib",
     "tem": "dxp_plugins.mechanisms.tem",
@@ -351,7 +351,7 @@ class Mechanism(FreshTaskToken, ABC):
         return outputs, guarantees
 
     def _warn_if_mostly_oov(self, ids: np.ndarray) -> None:
-        """An :class:`~dxp_plugins.OOVWarning` (no tokens, DESIGN.md) when most
+        """An :class:`~dxp_plugins.OOVWarning` (counts only, never a token) when most
         tokens of a release under ``oov="unk"`` were out of vocabulary. ``"raise"`` refused
         them; ``"passthrough"`` warned when it was chosen and counts them in the record."""
         if self.oov != "unk":
@@ -396,9 +396,9 @@ class Mechanism(FreshTaskToken, ABC):
                 DxpWarning,
             )
         # "won!" from text.split(): out of the vocabulary although "won" is in it, so it
-        # was privatized as an unknown word (instructor review 29 F7).
+        # is privatized as an unknown word.
         # Only a word of two letters or more, not behind "#" or "@": "#hockey", "-1",
-        # "5%", ":p" are tokens of their own (diff review 29).
+        # "5%", ":p" are tokens of their own.
         glued = [
             (token, stem)
             for token in flat
@@ -520,10 +520,9 @@ class Mechanism(FreshTaskToken, ABC):
         """The record of a release of no token yet, at the ``epsilon`` of a release
         (default: the current one). Only ``embeddings`` is taken from the :meth:`guarantee`
         hook (BRR names its codes' fingerprint); every other field is what the library
-        charges, draws and counts by. A hook delegating to a wrapped Madlib recorded an
-        identity mechanism's seeded pass-through releases as secure Madlib (contributor
-        review 28 F2); one stating a mask or another vocabulary size put a mask no door ran
-        into the statement (plugin review 29 F4)."""
+        charges, draws and counts by. A hook delegating to a wrapped Madlib would record an
+        identity mechanism's seeded pass-through releases as secure Madlib; one stating a
+        mask or another vocabulary size would put a mask no door ran into the statement."""
         return dataclasses.replace(
             Mechanism.guarantee(self, 0, 0),
             epsilon=self.epsilon if epsilon is None else epsilon,

@@ -10,8 +10,8 @@ post-processing of the noisy vector (PRIVACY.md 1-4).
 Float residual (PRIVACY.md 10): numpy's Gamma (Marsaglia-Tsang) and normal (ziggurat)
 samplers draw from float grids with bounded support, so outputs whose exact probability is
 astronomically small (below ~1e-100, e.g. a word at distance >= 0.5 at epsilon = 700) have
-realised probability 0: a delta of that order beside the pure epsilon*d bound (numerical
-review, sixteenth session; the noise is added in float64).
+realised probability 0: a delta of that order beside the pure epsilon*d bound (the noise
+is added in float64).
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ DEFAULT_BETA = 1e-3
 DEFAULT_CACHE_MB = 64
 #: Scratch memory per block of distinct words (distances, masks), bytes. At 400k words a
 #: block is 20 rows; 32 MiB (10 rows) re-read the table twice as often: 400 distinct words
-#: took 1.00 : 0.82 : 0.74 at 32 : 64 : 128 MiB (one run, 2026-11-23, /tmp probe in NOTES).
+#: took 1.00 : 0.82 : 0.74 at 32 : 64 : 128 MiB (one run).
 BLOCK_BYTES = 64 << 20
 #: Words per block of a :class:`WordLaw` (two-level inverse CDF).
 LAW_BLOCK = 256
@@ -323,8 +323,8 @@ class LawCache:
 
     def _rebuild_heap(self) -> None:
         """Keep only the newest heap entry of each cached key (under the lock): a re-put
-        key leaves its old entry behind, so repeated puts of cached keys grew the heap
-        without bound (review 10, F5). Rebuilt at twice the entries: amortised O(1)."""
+        key leaves its old entry behind, so repeated puts of cached keys would grow the heap
+        without bound. Rebuilt at twice the entries: amortised O(1)."""
         newest: dict[Hashable, tuple[int, int, Hashable]] = {}
         for entry in self._rarest:
             key = entry[2]
@@ -624,8 +624,7 @@ class TEM(Mechanism):
                 out = None if admitted else scratch
                 # A vocabulary word is at distance 0 from itself under a metric: its best
                 # score is 0. Where a user function says otherwise, the best score is computed
-                # (with 0 every weight could underflow and the law turn deterministic:
-                # numerical review F5).
+                # (with 0 every weight could underflow and the law turn deterministic).
                 top = 0.0 if word != OOV_ID and row[word] == 0.0 else None
                 yield WordLaw.build(row, mask, gamma, epsilon, top, out=out), admitted
 
@@ -701,11 +700,11 @@ class TEM(Mechanism):
         if self.constant_work:
             raise ValueError("constant_work=True uses no caches; nothing to precompute")
         fill = words is None
-        epsilon = self.epsilon  # read once: another thread may reassign it (review 10, N2)
+        epsilon = self.epsilon  # read once: another thread may reassign it
         gamma = self._gamma_at(epsilon)
         key = self._cache_key(epsilon, gamma)
         ids = self._precompute_ids(words)
-        # Laws already cached for this key are not rebuilt (nor put again: review 10, F5).
+        # Laws already cached for this key are not rebuilt (nor put again).
         ids = ids[np.array([self._cache.get((key, w)) is None for w in ids.tolist()], bool)]
         step = self._block_rows(8)
         with progress_bar(progress, total=len(ids), desc="TEM candidate lists", unit="word") as bar:
@@ -745,8 +744,8 @@ class TEM(Mechanism):
 
 #: Work buffers a TEM keeps between releases (one per core here); threads share them, one
 #: release at a time each, and a release that finds none free allocates its own, dropped
-#: afterwards. Per-thread buffers kept up to 64 MiB per thread that had ever run a release
-#: (1.36 GB for 32 pooled threads at 400k words: service review, seventeenth session).
+#: afterwards. Per-thread buffers would keep up to 64 MiB per thread that had ever run a
+#: release (1.36 GB for 32 pooled threads at 400k words).
 KEPT_BUFFERS = 2
 
 

@@ -250,9 +250,9 @@ class Privatizer(FreshTaskToken):
         ``batch_size`` (what :meth:`pipe` takes) means nothing for one Doc; anything else
         is a TypeError. In ``mode="replace"`` a Doc that fails goes to the error handler
         here: spaCy's ``nlp(text)`` goes on with the Doc it had when a handler returns
-        (``ignore_error``), which released the raw text as the private one to the caller
-        and the later components (contributor review, twenty-eighth session, F3; also when
-        the call itself failed, on a ``component_cfg``: diff review F2); an empty Doc goes
+        (``ignore_error``), which would release the raw text as the private one to the
+        caller and the later components (also when the call itself fails, on a
+        ``component_cfg``); an empty Doc goes
         on instead, holding no word and no guarantee, as ``nlp.pipe`` drops it."""
         try:
             unknown = sorted(set(config) - {"batch_size"})
@@ -264,7 +264,7 @@ class Privatizer(FreshTaskToken):
                 raise  # annotate: the raw Doc stays raw, holding no private value
             handler = self.get_error_handler()
             if handler is util.raise_error:
-                raise  # spaCy calls it again: once is enough (diff review F6)
+                raise  # spaCy calls it again: once is enough
             handler(self.name, self, [doc], error)
             return Doc(doc.vocab, words=[])
 
@@ -305,7 +305,7 @@ class Privatizer(FreshTaskToken):
             held = self._released_in(doc)
             if held is not None:
                 # A second release would overwrite the first's values and record while the
-                # accountant is charged for both (CONVENTIONS: write each private value once).
+                # accountant is charged for both: each private value is written once.
                 raise ValueError(
                     f"a Doc already holds a private release in {held}: privatize each Doc "
                     f"once (make a new one with nlp(text)), or give this component other "
@@ -336,8 +336,8 @@ class Privatizer(FreshTaskToken):
         if masker is not None:  # on the tokens' offsets, as in every door
             texts = [mask_tokens(text, masker) for text in texts]
         # Where token._.set would store each token's value: its character offset, read
-        # from the Doc now (summing token lengths missed a Doc whose whitespace was edited
-        # through from_array: diff review F4).
+        # from the Doc now (summing token lengths would miss a Doc whose whitespace was
+        # edited through from_array).
         offsets = [[] if self.mode == "replace" else doc.to_array("IDX").tolist() for doc in docs]
         self._check_host(docs[0].vocab)
         if self.mode == "replace":
@@ -378,8 +378,8 @@ class Privatizer(FreshTaskToken):
         that built it, or after that pipeline is gone: the signs of a component added with
         ``source=``, where spaCy hands over the same object with its saved settings and
         silently ignores the block's other settings, command-line overrides and
-        ``config=`` (spaCy config review F1), and replace mode checks the placement in the
-        pipeline that built it (F2). A Doc of another pipeline passed to the component
+        ``config=``, and replace mode checks the placement in the pipeline that built it.
+        A Doc of another pipeline passed to the component
         directly warns too (the message says both cases); a source sharing the new
         pipeline's vocabulary, or a spawned worker's copy, cannot be told apart."""
         if self._nlp is None or self._host_checked:  # a pickled copy: no pipeline to compare
@@ -606,7 +606,7 @@ class Privatizer(FreshTaskToken):
         self._lock = fork_safe_lock(self)
         # A token filter registered in code that a spawned worker does not run is missing
         # here: failing now would kill the worker while it unpickles, before spaCy can pass
-        # the error on (the parent saw a bare EOFError; portability review F4), so only then
+        # the error on (the parent would see a bare EOFError), so only then
         # is it resolved on first use (and that use fails, before any charge).
         try:
             self._select, self._select_resolved = self.settings.selector(), True
