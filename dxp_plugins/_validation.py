@@ -167,3 +167,13 @@ def check_no_fit_params(estimator: object, fit_params: dict[str, Any]) -> None:
             f"{type(estimator).__name__}.fit_transform got unexpected keyword argument(s) "
             f"{', '.join(map(repr, sorted(fit_params)))}"
         )
+
+
+def is_amount(value: Any) -> bool:
+    """A finite real number >= 0 (bools and NaN are not amounts)."""
+    if not is_real(value):
+        return False
+    try:
+        return math.isfinite(value) and float(value) >= 0
+    except OverflowError:  # an int beyond float: not a finite amount
+        return False

@@ -16,17 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..guarantee import (
-    RNG_MODES,
-    _check_in,
-    _library_version,
-    check_record,
-    counted,
-    merged,
-    number,
-    read_record,
-    total,
-)
+from .._wording import counted, number, total
+from ..guarantee import RNG_MODES, _check_in, _library_version, check_record, merged, read_record
 from .calibration import CALIBRATIONS
 
 
