@@ -53,6 +53,9 @@ METRIC_NAMES = ("euclidean", "manhattan", "chebyshev", "angular")
 SLAB_ROWS = 32_768
 #: Tables up to this size (bytes in float64) keep a float64 copy of their vectors.
 FLOAT64_COPY_BYTES = 256 << 20
+#: float64 machine epsilon, twice the unit roundoff u of neighbors._U64: the tolerances below,
+#: written as bounds in u, are doubled by it (a wider band only sends more entries to the
+#: exact recomputation).
 _U = float(np.finfo(np.float64).eps)
 #: Rows a user metric function is tried on when a mechanism is built.
 CHECKED_ROWS = 8
