@@ -100,6 +100,13 @@ def _rebuilt(kind: type[Exception], args: tuple[Any, ...], fields: dict[str, Any
     return kind(*args, **fields)
 
 
+def os_reason(error: OSError) -> str:
+    """The operating system's reason for ``error`` ("No such file or directory"), or its
+    type's name for an OSError made without an errno (whose ``strerror`` is None): never
+    its message, which may quote a path or input."""
+    return error.strerror or type(error).__name__
+
+
 class DxpWarning(UserWarning):
     """Base class of every warning this package issues: filter them all with
     ``warnings.filterwarnings("ignore", category=DxpWarning)`` (or ``-W`` in pytest)."""

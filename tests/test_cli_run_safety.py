@@ -452,3 +452,39 @@ def test_a_reader_that_leaves_gets_a_partial_report(tmp_path, capsys, monkeypatc
     assert partial["documents"] == 3 and partial["complete"] is False
     assert partial["output_sha256"] is None
     assert partial["guarantee"]["tokens_privatized"] == 6
+
+
+def test_an_os_error_without_errno_is_named_by_its_type(tmp_path, capsys, monkeypatch):
+    """Eleven error lines printed ``error.strerror``, which is None for an OSError made
+    without an errno: "cannot read notes.txt: None". One helper words them all now."""
+    import builtins
+
+    source = tmp_path / "notes.txt"
+    source.write_text("hockey team\n")
+    real_open = builtins.open
+
+    def refusing_open(file, *args, **kwargs):
+        if str(file) == str(source):
+            raise PermissionError("a message that may quote a private path")
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing_open)
+    code, _, err = run(["privatize", source, "-e", 3, *FAST], capsys)
+    assert code == 1, err
+    assert err.strip().endswith(f"cannot read {source}: PermissionError"), err
+    assert "private path" not in err and "None" not in err
+
+
+def test_the_cli_words_os_errors_through_one_helper():
+    from pathlib import Path
+
+    import dxp_plugins
+
+    package = Path(dxp_plugins.__file__).parent
+    direct = [
+        f"{path.name}:{number}"
+        for path in (package / "cli").glob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "error.strerror" in line
+    ]
+    assert direct == []

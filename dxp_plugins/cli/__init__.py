@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import DxpError
+from ..errors import DxpError, os_reason
 from .code import import_code
 from .parser import build_parser
 from .process import (
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"{PROG}: error: {error}{note()}\n")
         return 1
     except OSError as error:
-        _say(f"{PROG}: error: {error.strerror or type(error).__name__}{note()}\n")
+        _say(f"{PROG}: error: {os_reason(error)}{note()}\n")
         return 1
     except Exception as error:  # e.g. RecursionError on deeply nested JSON: no traceback
         return _unexpected(error, args.place, note())

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._progress import is_terminal
 from .._validation import check_epsilon, check_probability
-from ..errors import DxpWarning, PrivacyWarning
+from ..errors import DxpWarning, PrivacyWarning, os_reason
 from .process import CLIError, _raise_if_stopped, _signals_held
 from .records import BOM, _check_input
 from .settings import _build_mechanism
@@ -133,7 +133,7 @@ def _read_words_file(name: str) -> dict[str, str]:
     try:
         stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
     except OSError as error:
-        raise CLIError(f"cannot read {name}: {error.strerror}") from None
+        raise CLIError(f"cannot read {name}: {os_reason(error)}") from None
     try:
         for number, raw in enumerate(stream, start=1):
             line = check_text(
@@ -342,13 +342,13 @@ def _write(
             out.mkdir(mode=0o700, parents=True)
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise CLIError(f"cannot create {given}: {error.strerror}") from None
+        raise CLIError(f"cannot create {given}: {os_reason(error)}") from None
     _remove_stale_staging(out)
     try:
         prefix = f"{_STAGING}{_host_tag()}-{os.getpid()}."
         staging = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=out))
     except OSError as error:
-        raise CLIError(f"cannot write into {given}: {error.strerror}") from None
+        raise CLIError(f"cannot write into {given}: {os_reason(error)}") from None
     try:
         try:
             drawn = stage(staging)
@@ -366,7 +366,7 @@ def _write(
                 try:  # a previous run's: summary.json first
                     (out / name).unlink(missing_ok=True)
                 except OSError as error:
-                    raise CLIError(f"replacing {out / name}: {error.strerror}") from None
+                    raise CLIError(f"replacing {out / name}: {os_reason(error)}") from None
             for name in sorted(written, key=lambda name: name == "summary.json"):
                 os.replace(staging / name, out / name)
     finally:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from .._progress import is_terminal
-from ..errors import DxpWarning, PrivacyWarning
+from ..errors import DxpWarning, PrivacyWarning, os_reason
 from .process import CLIError
 from .report import _Unprotected
 from .settings import _labels
@@ -555,6 +555,6 @@ def _open_inputs(files: Sequence[str]) -> Generator[tuple[str, IO[bytes]], None,
         try:
             stream = open(name, "rb")  # noqa: SIM115
         except OSError as error:
-            raise CLIError(f"cannot read {name}: {error.strerror}") from None
+            raise CLIError(f"cannot read {name}: {os_reason(error)}") from None
         with stream:
             yield name, stream

