@@ -99,7 +99,7 @@ def test_a_spawned_worker_searches_on_one_thread(tmp_path, omp_num_threads):
             import multiprocessing
 
             def threads(_=None):
-                from dxp_plugins.neighbors import _faiss
+                from dxp_plugins._faiss_runtime import _faiss
                 return _faiss().omp_get_max_threads()
 
             if __name__ == "__main__":

@@ -355,10 +355,10 @@ def test_queries_the_float32_candidates_may_miss_are_searched_exactly(monkeypatc
 
 
 def test_exact_search_agrees_across_slab_and_block_boundaries(monkeypatch):
-    import dxp_plugins.neighbors as neighbors
+    import dxp_plugins._exact_search as kernels
 
-    monkeypatch.setattr(neighbors, "EXACT_SLAB_ROWS", 7, raising=False)
-    monkeypatch.setattr(neighbors, "EXACT_QUERY_BLOCK", 3, raising=False)
+    monkeypatch.setattr(kernels, "EXACT_SLAB_ROWS", 7)
+    monkeypatch.setattr(kernels, "EXACT_QUERY_BLOCK", 3)
     rng = np.random.default_rng(5)
     vectors = rng.standard_normal((50, 3)).astype(np.float32)
     vectors[20] = vectors[3]  # a twin in a later slab: the lower row wins
@@ -504,11 +504,12 @@ def test_a_forked_child_does_not_wait_for_a_build_lock_its_parent_held(glove_5k)
     assert os.waitstatus_to_exitcode(done[1]) == 0 and cache["k"] == "parent"
 
 
+_FAISS = "from dxp_plugins._faiss_runtime import _faiss; _faiss()"
 _LOAD_OPENMP = {
-    "faiss through the library": "from dxp_plugins.neighbors import _faiss; _faiss()",
+    "faiss through the library": _FAISS,
     "scikit-learn through the library": "from dxp_plugins import TextPrivatizer",
     "POT through the library": "from dxp_plugins.lplp import balanced; import ot",
-    "scikit-learn first": "import sklearn.base; from dxp_plugins.neighbors import _faiss; _faiss()",
+    "scikit-learn first": f"import sklearn.base; {_FAISS}",
 }
 
 

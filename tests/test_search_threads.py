@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 import dxp_plugins as dxp
-from dxp_plugins import neighbors
+from dxp_plugins import _faiss_runtime as faiss_runtime
 
 
 @pytest.fixture
 def faiss_threads(monkeypatch):
     """The calling thread's OpenMP threads at each ``faiss.knn`` / HNSW search."""
-    faiss = neighbors._faiss()
+    faiss = faiss_runtime._faiss()
     if faiss.omp_get_max_threads() < 2:
         pytest.skip("one OpenMP thread on this machine: nothing to narrow")
     seen: list[int] = []
@@ -44,7 +44,7 @@ def another_search_in_flight():
     inside, leave = threading.Event(), threading.Event()
 
     def other_search():
-        with neighbors._search_threads():
+        with faiss_runtime._search_threads():
             inside.set()
             leave.wait(30)
 
@@ -59,18 +59,18 @@ def another_search_in_flight():
 
 
 def test_small_exact_batches_search_on_one_thread(glove_5k, faiss_threads):
-    faiss = neighbors._faiss()
+    faiss = faiss_runtime._faiss()
     default = faiss.omp_get_max_threads()
     index = dxp.Madlib(glove_5k, 10.0).neighbor_index
-    for n in (1, 2, 8, neighbors.SMALL_BATCH - 1, neighbors.SMALL_BATCH, 300):
+    for n in (1, 2, 8, faiss_runtime.SMALL_BATCH - 1, faiss_runtime.SMALL_BATCH, 300):
         index.search_raw(queries(glove_5k, n))
     assert faiss_threads == [default, 1, 1, 1, default, default]
     assert faiss.omp_get_max_threads() == default  # restored
-    assert neighbors._searching == 0
+    assert faiss_runtime._searching == 0
 
 
 def test_a_search_while_another_thread_searches_uses_one_thread(glove_5k, faiss_threads):
-    faiss = neighbors._faiss()
+    faiss = faiss_runtime._faiss()
     default = faiss.omp_get_max_threads()
     index = dxp.Madlib(glove_5k, 10.0).neighbor_index
     with another_search_in_flight():
@@ -78,11 +78,11 @@ def test_a_search_while_another_thread_searches_uses_one_thread(glove_5k, faiss_
     index.search_raw(queries(glove_5k, 300))  # alone again: the whole team
     assert faiss_threads == [1, default]
     assert faiss.omp_get_max_threads() == default
-    assert neighbors._searching == 0
+    assert faiss_runtime._searching == 0
 
 
 def test_the_setting_is_restored_when_the_search_fails(glove_5k, monkeypatch):
-    faiss = neighbors._faiss()
+    faiss = faiss_runtime._faiss()
     default = faiss.omp_get_max_threads()
     index = dxp.Madlib(glove_5k, 10.0).neighbor_index
 
@@ -93,7 +93,7 @@ def test_the_setting_is_restored_when_the_search_fails(glove_5k, monkeypatch):
     with pytest.raises(RuntimeError, match="faiss failed"):
         index.search_raw(queries(glove_5k, 8))
     assert faiss.omp_get_max_threads() == default
-    assert neighbors._searching == 0
+    assert faiss_runtime._searching == 0
 
 
 def test_threads_sharing_an_index_decode_as_one_thread_does(glove_5k):
@@ -114,7 +114,7 @@ def test_threads_sharing_an_index_decode_as_one_thread_does(glove_5k):
         worker.join(60)
     for i, runs in enumerate(results):
         assert len(runs) == 20 and all(np.array_equal(r, expected[i]) for r in runs)
-    assert neighbors._searching == 0
+    assert faiss_runtime._searching == 0
 
 
 # Python 3.12+ warns that forking a multi-threaded process may deadlock: what is tested here.
@@ -127,7 +127,7 @@ def test_a_forked_child_starts_with_no_search_in_flight(glove_5k):
     index = dxp.Madlib(glove_5k, 10.0).neighbor_index
     fork = multiprocessing.get_context("fork")
     # A search in flight and the count's lock held at the fork (the pool forks its worker).
-    with another_search_in_flight(), neighbors._searching_lock, fork.Pool(1) as pool:
+    with another_search_in_flight(), faiss_runtime._searching_lock, fork.Pool(1) as pool:
         job = pool.apply_async(_search_in_child, (index, queries(glove_5k, 8)))
         count, found = job.get(timeout=60)  # the inherited held lock hung here
     assert count == 0
@@ -135,5 +135,5 @@ def test_a_forked_child_starts_with_no_search_in_flight(glove_5k):
 
 
 def _search_in_child(index, batch):
-    count = neighbors._searching
+    count = faiss_runtime._searching
     return count, index.search_raw(batch)

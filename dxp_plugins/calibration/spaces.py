@@ -58,7 +58,7 @@ class _VectorSpace(_Space):
 
 class _CodeSpace(_Space):
     def __init__(self, codes: BinaryCodes, identity: Any = None) -> None:
-        from ..neighbors import _faiss
+        from .._faiss_runtime import _faiss
 
         faiss = _faiss()
 

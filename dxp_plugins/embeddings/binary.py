@@ -256,7 +256,7 @@ def neighbour_overlap(
     faiss search) with the ``k`` nearest by Hamming distance (exact faiss binary search;
     ties at the k-th distance resolved in faiss's order).
     """
-    from ..neighbors import _faiss
+    from .._faiss_runtime import _faiss
 
     faiss = _faiss()
 
