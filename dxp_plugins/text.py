@@ -311,7 +311,7 @@ def _plan(
     chars = 0
     for position, raw in enumerate(texts):
         text = composed(check_text(raw, f"text {position}"))
-        if len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text):
+        if _in_pieces(text, select, nlp):
             if batch:
                 yield start, batch, False
                 batch = []
@@ -697,11 +697,18 @@ def selected_token_offset(
     return None if found is None else original_offset(text, found)
 
 
+
+def _in_pieces(text: str, select: Selector | None, nlp: Any) -> bool:
+    """Whether ``text`` (composed) is released in pieces of :data:`PIECE_CHARS`: a long text
+    read by the library's own tokenizer with no selection (a pipeline or a selector needs
+    the whole Doc), and not layout only. :func:`selected_token_offset` must cut it alike."""
+    return len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text)
+
 def _selected_offset(
     text: str, index: int, select: Selector | None, nlp: Any, masker: Mask | None = None
 ) -> int | None:
     """:func:`selected_token_offset` in ``text`` as tokenized (already composed)."""
-    long = len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text)
+    long = _in_pieces(text, select, nlp)
     start, pipeline = 0, borrowed_blank() if nlp is None else nlp
     spans, within = _piece_masks(text, masker)
     for part in pieces(text, PIECE_CHARS, spans) if long else [text]:
