@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from . import _pipelines
 from ._normalize import composed, is_invisible
 from ._validation import check_text
@@ -291,8 +289,7 @@ def warm(pipeline: Any, table: EmbeddingTable, chars: int) -> None:
         _WARMTH[pipeline] = read
         return
     _WARMTH[pipeline] = -1
-    words, rank = table.words, table.frequency_rank
-    count = min(WARM_WORDS, len(words))
-    order = range(count) if rank is None else np.argsort(rank, kind="stable")[:count].tolist()
+    words = table.words
+    order = table.frequency_order()[:WARM_WORDS].tolist()
     for _ in pipeline.tokenizer.pipe(words[i] for i in order):
         pass

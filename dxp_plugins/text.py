@@ -697,12 +697,12 @@ def selected_token_offset(
     return None if found is None else original_offset(text, found)
 
 
-
 def _in_pieces(text: str, select: Selector | None, nlp: Any) -> bool:
     """Whether ``text`` (composed) is released in pieces of :data:`PIECE_CHARS`: a long text
     read by the library's own tokenizer with no selection (a pipeline or a selector needs
     the whole Doc), and not layout only. :func:`selected_token_offset` must cut it alike."""
     return len(text) > PIECE_CHARS and select is None and nlp is None and not is_invisible(text)
+
 
 def _selected_offset(
     text: str, index: int, select: Selector | None, nlp: Any, masker: Mask | None = None

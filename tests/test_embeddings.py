@@ -141,6 +141,15 @@ def test_a_most_frequent_subset_keeps_the_rank_order():
         assert subset.words[subset.lookup(["APPLE"])[0]] == "apple"  # the more frequent key
 
 
+def test_frequency_order_lists_rows_most_frequent_first():
+    # not its own inverse: the order is not the rank read back
+    table = EmbeddingTable(["a", "b", "c", "d"], np.eye(4, 2), frequency_rank=[1, 3, 0, 2])
+    assert table.frequency_order().tolist() == [2, 0, 3, 1]  # the rows ranked 0, 1, 2, 3
+    assert [table.frequency_rank[row] for row in table.frequency_order()] == [0, 1, 2, 3]
+    unranked = EmbeddingTable(["a", "b", "c"], np.eye(3))
+    assert unranked.frequency_order().tolist() == [0, 1, 2]
+
+
 def test_lookup_normalises_case_and_unicode():
     table = EmbeddingTable(["fish", "first", "café"], np.eye(3))
     ids = table.lookup(["FISH", "ﬁrst", "Cafe\u0301", "CAFÉ", "missing"])

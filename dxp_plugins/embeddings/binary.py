@@ -266,9 +266,7 @@ def neighbour_overlap(
         raise ValueError("metric must be 'euclidean' or 'angular'")
     if len(codes) != len(table):
         raise ValueError("codes must have one row per table word")
-    rank = table.frequency_rank
-    order = np.arange(len(table)) if rank is None else np.argsort(rank, kind="stable")
-    queries = order[: min(n_words, len(table))]
+    queries = table.frequency_order()[: min(n_words, len(table))]
     k = min(k, len(table) - 1)
     vectors = np.ascontiguousarray(table.vectors, dtype=np.float32)
     if metric == "angular":

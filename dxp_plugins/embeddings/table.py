@@ -123,6 +123,15 @@ class EmbeddingTable:
         """Public frequency rank per row (0 = most frequent), or None when unknown."""
         return self._rank
 
+    def frequency_order(self) -> np.ndarray:
+        """Row ids, most frequent word first (the inverse of :attr:`frequency_rank`); the
+        row order when the rank is unknown."""
+        if self._rank is None:
+            return np.arange(len(self), dtype=np.int64)
+        order = np.empty(len(self._rank), dtype=np.int64)
+        order[self._rank] = np.arange(len(self._rank), dtype=np.int64)
+        return order
+
     @property
     def name(self) -> str | None:
         """The human-readable label given at construction. Read-only like the rest of the
@@ -207,7 +216,7 @@ class EmbeddingTable:
     def _keys(self) -> dict[str, int]:
         if self._key_to_id is None:
             keys: dict[str, int] = {}
-            order = range(len(self)) if self._rank is None else np.argsort(self._rank).tolist()
+            order = self.frequency_order().tolist()
             words = self._words
             shadowed = []
             for row in order:
@@ -278,7 +287,7 @@ class EmbeddingTable:
             return self
         key = ("most-frequent", n)
         if key not in self.cache:
-            rows = np.argsort(self._rank, kind="stable")[:n]
+            rows = self.frequency_order()[:n]
             rows.sort()
             ranks = np.argsort(np.argsort(self._rank[rows], kind="stable"), kind="stable")
             self.cache[key] = EmbeddingTable(

@@ -724,9 +724,7 @@ class TEM(Mechanism):
             raise TypeError("words must be a list of words, an int or None")
         if words is None or not isinstance(words, Sequence):
             count = len(table) if words is None else check_int(words, "words", minimum=0)
-            rank = table.frequency_rank
-            order = np.arange(len(table)) if rank is None else np.argsort(rank, kind="stable")
-            return order[: min(count, len(table))].astype(np.int64)
+            return table.frequency_order()[: min(count, len(table))]
         ids = table.lookup(list(words))
         return np.unique(ids[ids != OOV_ID]) if self.oov != "unk" else np.unique(ids)
 
