@@ -212,9 +212,8 @@ class BRR(Mechanism):
         return out
 
     def distribution(self, word: str | int) -> np.ndarray:
-        """Exact output law by enumerating all 2^L noisy codes (L <= 12 bits)."""
-        from scipy.special import expit
-
+        """Exact output law by enumerating all 2^L noisy codes (L <= 12 bits, and 2^L x
+        words <= 2^24)."""
         if self.n_bits > MAX_ENUMERATED_BITS:
             raise NotImplementedError(
                 f"exact BRR laws enumerate 2^L codes; L={self.n_bits} > {MAX_ENUMERATED_BITS}"
@@ -222,7 +221,7 @@ class BRR(Mechanism):
         row = self._input_id(word)
         decode = self._decoding_table()
         flips = hamming(_every_code(self.n_bits), self._input_codes(np.array([row]))).ravel()
-        p = float(expit(-self.epsilon))
+        p = flip_probability(self.epsilon)
         weights = np.exp(flips * np.log(p) + (self.n_bits - flips) * np.log1p(-p))
         law = weights @ decode
         return law / law.sum()
