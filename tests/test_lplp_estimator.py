@@ -482,6 +482,9 @@ def test_validation_errors_never_quote_the_counts():
         # An object array: numpy's "could not convert string to float: 'zq7secret'" quotes
         # the document's word, which only the quoted-value scrubbing removes.
         np.array([[1, "zq7secret"], [2, 3]], dtype=object),
+        # both kinds of quote: the repr escapes one, and the pairs of quotes scrubbed
+        # ('...' and "...") matched across the escape, leaving "zq7secret" in the message
+        np.array([["a'zq7secret \"b", 1, 2]], dtype=object),
     )
     for bad in bad_inputs:
         with pytest.raises(ValueError) as error:

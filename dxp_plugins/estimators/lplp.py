@@ -645,11 +645,14 @@ def _holds_texts(X: Any) -> bool:
 
 
 def _without_data(message: str) -> str:
-    """``message`` without printed arrays (any bracketed text, however it wraps) or quoted
-    values, on one line."""
+    """``message`` without printed arrays (any bracketed text, however it wraps) and cut at
+    its first quote (a value that did not convert, which a repr may escape in ways no
+    pattern of quotes follows), on one line."""
     previous = None
     while previous != message:  # innermost brackets first: nested and multi-line arrays
         previous, message = message, re.sub(r"\[[^\[\]]*\]", "", message)
     message = re.sub(r"array=\.?", "", message)
-    message = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", message)  # a value that did not convert
+    quote = re.search(r"['\"]", message)
+    if quote:
+        message = f"{message[: quote.start()].rstrip(' :')}: (the value is withheld)"
     return " ".join(message.split())
