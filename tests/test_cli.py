@@ -649,6 +649,31 @@ def test_documents_without_a_final_newline_stay_apart(tmp_path, capsys):
     assert code == 0 and out.count("\n") == 2  # the first file's own newline, then one
 
 
+@pytest.mark.parametrize(
+    ("first_text", "second_text", "field"),
+    [
+        ("first\nsecond\r", "third\n", None),
+        ('{"text": "hello"}\r', '{"text": "there"}\n', "text"),
+    ],
+)
+def test_a_file_ending_in_a_lone_cr_stays_apart_from_the_next(
+    tmp_path, capsys, first_text, second_text, field
+):
+    """A lone \r was taken for a line end: the next file's first document came out on the
+    same line (three documents in two lines; two JSONL records on one, invalid JSON)."""
+    suffix = ".txt" if field is None else ".jsonl"
+    first, second = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
+    first.write_bytes(first_text.encode())
+    second.write_bytes(second_text.encode())
+    fields = [] if field is None else ["--field", field]
+    code, out, err = run(["privatize", first, second, *fields, "-e", 300, *FAST], capsys)
+    documents = 3 if field is None else 2
+    assert code == 0, err
+    assert out.count("\n") == documents
+    if field is not None:
+        assert [json.loads(line) for line in out.splitlines()]  # one record per line
+
+
 def test_many_input_files_are_read_one_at_a_time(tmp_path):
     """All inputs were held open until the end: ~1,000 files hit the descriptor limit."""
     names = []

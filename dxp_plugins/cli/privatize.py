@@ -242,7 +242,7 @@ def _privatize_inputs(
                     privates = [result.text for result in results]
                     line = _render(context, privates, args.fields, kept, args.place)
                     lines.append(b"\n" + line if separate else line)
-                    separate = not line.endswith((b"\n", b"\r"))
+                    separate = not line.endswith(b"\n")  # a lone \r ends no line
                     seen.see(context)
                     nulls.append(_is_null(context, args.fields))
                     if needs_text:
