@@ -315,7 +315,9 @@ def visible_spans(mask: Mask, text: str) -> list[tuple[int, int]]:
     offsets into ``text``: without the invisible characters lookup drops
     (:data:`~dxp_plugins._normalize.INVISIBLE`) and in NFKC compatibility form, each
     character together with the combining marks after it (full-width U+FF20 and U+FF0E are
-    ``@`` and ``.``; ``e`` + U+0301 is ``é``, as the text doors compose it). An address
+    ``@`` and ``.``; ``e`` + U+0301 is ``é``, as the text doors compose it), and the
+    ideographic full stops U+3002 and U+FF61 read as ``.``, as IDNA reads them in a domain
+    (``www。example。com``: NFKC keeps them). An address
     written with a zero-width space, full-width marks or decomposed accents, which lookup
     still finds as a vocabulary row, does not escape the mask. ASCII text and text already
     in that form are read as they are; only the others go through a Python loop over their
@@ -326,6 +328,9 @@ def visible_spans(mask: Mask, text: str) -> list[tuple[int, int]]:
 
 #: Non-ASCII characters: the only ones a reading can change (or a combining mark join).
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
+#: The ideographic full stop (U+3002, and U+FF61, which NFKC makes it), a dot in a domain
+#: name as IDNA (UTS #46) reads one.
+_IDEOGRAPHIC_STOP = "\u3002"
 
 
 def _is_mark(char: str) -> bool:
@@ -355,7 +360,9 @@ class Reading:
     def of(cls, text: str) -> Reading:
         """The reading of ``text``."""
         if text.isascii() or (  # a mark left in NFKC text composes with nothing
-            unicodedata.is_normalized("NFKC", text) and len(without_invisible(text)) == len(text)
+            unicodedata.is_normalized("NFKC", text)
+            and len(without_invisible(text)) == len(text)
+            and _IDEOGRAPHIC_STOP not in text
         ):
             return cls(text, [0], [0])
         parts: list[str] = []
@@ -392,7 +399,7 @@ class Reading:
                 while stop < size and _is_mark(text[stop]):
                     stop += 1
             written = text[start:stop]
-            form = unicodedata.normalize("NFKC", written)
+            form = unicodedata.normalize("NFKC", written).replace(_IDEOGRAPHIC_STOP, ".")
             if form == written:
                 as_written(start, stop)
             elif form:

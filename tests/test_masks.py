@@ -319,6 +319,24 @@ def test_an_invisible_mark_inside_an_identifier_does_not_hide_it_from_the_mask(g
     assert privatize_text(wide, mech, mask="emails").text.split()[2] == "[...]"
 
 
+@pytest.mark.parametrize("stop", ["\u3002", "\uff61"])
+def test_ideographic_full_stops_are_read_as_dots(glove_5k, stop):
+    """IDNA reads U+3002 and U+FF61 as dots in a domain, NFKC does not: a URL written with
+    them had its path words privatized instead of masked, and an address with one was
+    released raw under oov="passthrough" (adversarial-input review F9)."""
+    identifiers = masks.Mask("identifiers", masks.identifiers)
+    url = f"see www{stop}example{stop}com/john/smith now"
+    assert [url[a:b] for a, b in masks.visible_spans(identifiers, url)] == [
+        f"www{stop}example{stop}com/john/smith"
+    ]
+    address = f"mail john.smith@gmail{stop}com now"
+    with pytest.warns(dxp.PrivacyWarning, match="passthrough"):
+        mech = dxp.Madlib(glove_5k, epsilon=3.0, oov="passthrough")
+    assert privatize_text(address, mech, mask="identifiers").text.split()[1] == "[...]"
+    sentence = "我爱你。谢谢"  # a sentence's full stop: nothing to mask
+    assert masks.visible_spans(identifiers, sentence) == []
+
+
 def test_a_pattern_stopping_at_an_apostrophe_still_hides_the_whole_address():
     """The diff review's case: a pattern that stops at ``'`` left ``Mary`` (a vocabulary word)
     when it replaced text before tokenizing; on tokens it hides the whole token."""
@@ -687,7 +705,7 @@ def test_the_oov_position_reads_the_mask_as_the_release_does():
 #: combining marks (after a letter, after whitespace), ligatures, full-width and
 #: superscript forms, a Roman numeral, whitespace of several kinds.
 READING_ALPHABET = ["a", "e", "1", "@", ".", "x", " ", "  ", "\u00a0", "\n", "\u200b"]
-READING_ALPHABET += ["\u00ad", "\u0301", "\u0327", "\ufb01", "\uff20", "\uff0e", "\u00b2"]
+READING_ALPHABET += ["\u00ad", "\u0301", "\u0327", "\ufb01", "\uff20", "\uff0e", "\u00b2", "\u3002"]
 READING_ALPHABET += ["\u00e9", "\u2167"]
 
 
