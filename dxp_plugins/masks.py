@@ -72,6 +72,7 @@ __all__ = [
     "HANDLES",
     "IDENTIFIERS",
     "NUMBERS",
+    "NUMBER_JOIN_CHARS",
     "PLACEHOLDER",
     "URLS",
     "Mask",
@@ -98,7 +99,12 @@ PLACEHOLDER = "[...]"
 _EMAIL = r"[^\s@<>()\[\],;:\"]+@[\w-]+(?:\.[\w-]+)+"
 _URL = r"(?i:https?://|www\.)[^\s<>()]*[^\s<>().,;:!?'\"]"
 _HANDLE = r"(?<![\w@])@\w(?:[\w.-]*\w)?"
-_NUMBER = r"\+?\d(?:[\d ()./-]*\d)?(?!\w)|[\w-]*\d[\w-]*"
+#: A number's digits are joined across at most this many characters: a longer run (a
+#: table of numbers separated by spaces) is masked in parts, one placeholder each, so that a
+#: long text can still be cut between them into pieces (PRIVACY.md 24): one span of
+#: millions of numbers made the whole text one piece (1.1 GB for a 10 MB line).
+NUMBER_JOIN_CHARS = 1000
+_NUMBER = rf"\+?\d(?:[\d ()./-]{{0,{NUMBER_JOIN_CHARS}}}\d)?(?!\w)|[\w-]*\d[\w-]*"
 
 #: E-mail addresses (a local part without spaces, ``@``, a dotted domain).
 EMAILS = re.compile(_EMAIL)
@@ -136,7 +142,7 @@ _GUARDED_PARTS = (
     r'(?<![^\s@<>()\[\],;:"])' + _EMAIL,
     _URL,
     _HANDLE,  # starts at an "@" only: nothing to rescan
-    r"\+?\d(?:[\d ()./-]*\d)?(?!\w)|(?<![\w-])[\w-]*\d[\w-]*",
+    _NUMBER.replace("|", r"|(?<![\w-])", 1),
 )
 
 

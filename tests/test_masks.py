@@ -319,6 +319,23 @@ def test_an_invisible_mark_inside_an_identifier_does_not_hide_it_from_the_mask(g
     assert privatize_text(wide, mech, mask="emails").text.split()[2] == "[...]"
 
 
+def test_a_long_table_of_numbers_is_masked_in_parts_a_long_text_can_be_cut_between():
+    """Digits joined through spaces made ``"1 " * 5_000_000`` one span: a long text is never
+    cut inside a span, so the whole 10 MB line was one piece (1.1 GB; adversarial-input
+    review F3). A run is joined across at most NUMBER_JOIN_CHARS characters."""
+    text = "1 " * 100_000 + "and the team"
+    spans = list(masks.identifiers(text))
+    assert len(spans) > 100 and max(b - a for a, b in spans) <= masks.NUMBER_JOIN_CHARS + 2
+    assert spans[0] == (0, masks.NUMBER_JOIN_CHARS + 1)
+    assert len(list(text_module.pieces(text, text_module.PIECE_CHARS, spans))) >= 2
+    # phone and card numbers are still one span each
+    phones = "call +1 (555) 123-4567 or 4111 1111 1111 1111 now"
+    assert [phones[a:b] for a, b in masks.identifiers(phones)] == [
+        "+1 (555) 123-4567",
+        "4111 1111 1111 1111",
+    ]
+
+
 @pytest.mark.parametrize("stop", ["\u3002", "\uff61"])
 def test_ideographic_full_stops_are_read_as_dots(glove_5k, stop):
     """IDNA reads U+3002 and U+FF61 as dots in a domain, NFKC does not: a URL written with
