@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ._normalize import INVISIBLE, is_invisible, without_invisible
+from ._normalize import INVISIBLE, is_invisible, normalize, without_invisible
 
 if TYPE_CHECKING:
     from ._tokenization import TokenizedText
@@ -405,7 +405,7 @@ class Reading:
                 while stop < size and _is_mark(text[stop]):
                     stop += 1
             written = text[start:stop]
-            form = unicodedata.normalize("NFKC", written).replace(_IDEOGRAPHIC_STOP, ".")
+            form = normalize("NFKC", written).replace(_IDEOGRAPHIC_STOP, ".")
             if form == written:
                 as_written(start, stop)
             elif form:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._normalize import _DELETE_INVISIBLE, INVISIBLE, normalize_word, without_dot_above
+from .._normalize import _DELETE_INVISIBLE, INVISIBLE, normalize, normalize_word, without_dot_above
 from .._validation import check_int, check_matrix, check_text
 from ..errors import DxpWarning, InvalidTableError, warn
 
@@ -445,12 +445,11 @@ def _warn_case_variants(words: tuple[str, ...], keys: dict[str, int], shadowed: 
     tokens take the winner's vector (PRIVACY.md 21). Compatibility variants NFKC maps to
     one word (GloVe's "ﬁrst" and "first") and words with invisible characters the lookup
     deletes are the same word and pass silently."""
-    import unicodedata
 
     def compatible(word: str) -> str:  # the lookup key but for lower-casing
         if word.isascii():
             return word
-        return unicodedata.normalize("NFKC", word).translate(_DELETE_INVISIBLE)
+        return normalize("NFKC", word).translate(_DELETE_INVISIBLE)
 
     cased = [
         row
