@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import itertools
 import json
 import os
 import stat
@@ -37,6 +36,7 @@ from .records import (
     _render,
     _Texts,
     _warn_absent,
+    next_batch,
 )
 from .report import (
     _Released,
@@ -219,7 +219,7 @@ def _privatize_inputs(
             found, held_bytes = _Texts(args.fields), 0
             hold = needs_text and run.streamed and not _is_regular_file(name)
             # One batch in memory at a time: huge inputs stream (PRIVACY.md 24).
-            while batch := list(itertools.islice(records, args.batch_size)):
+            while batch := next_batch(records, args.batch_size):
                 args.place = _place(label, batch[0][0], batch[-1][0])
                 texts, owners = _flattened(batch)
                 with _located(label, batch, owners, args, select, nlp):
