@@ -953,8 +953,10 @@ def test_kept_fields_are_copied_value_for_value(tmp_path, capsys):
         (b'{"text": "hockey", "n": ' + b"[" * 100_000, "not valid JSON (nested too deeply)"),
         (b'{"text": "zq7secret" "hockey"}', "not valid JSON (Expecting ',' delimiter, character"),
         (b'{"text": "zq7secret \\q"}', "not valid JSON (Invalid \\escape, character"),
+        # the message ends in "at": no comma before the place
+        (b'{"text": "zq7secret', "not valid JSON (Unterminated string starting at character 10)"),
     ],
-    ids=["long-number", "deep", "delimiter", "escape"],
+    ids=["long-number", "deep", "delimiter", "escape", "unterminated"],
 )
 def test_jsonl_number_and_nesting_errors_are_named(tmp_path, capsys, body, expected):
     """A 5,000-digit number and deep nesting were "unexpected ValueError/RecursionError"."""

@@ -247,7 +247,9 @@ def _parse_record(body: bytes, where: str) -> Any:
     except json.JSONDecodeError as error:  # its msg is fixed text; the part after ': ' may
         # quote input (the pure-Python scanner's "Invalid \\escape: 'x'"); ':' alone would
         # cut "Expecting ':' delimiter" to "Expecting '"
-        reason = f"{error.msg.partition(': ')[0]}, character {error.pos + 1}"
+        message = error.msg.partition(": ")[0]  # "Unterminated string starting at", ...
+        where_in = " character" if message.endswith(" at") else ", character"
+        reason = f"{message}{where_in} {error.pos + 1}"
     except RecursionError:
         reason = "nested too deeply"
     except ValueError:  # int(): more digits than sys.get_int_max_str_digits()
