@@ -1,6 +1,6 @@
 """Run the throughput benchmarks one after another (``bash dev.sh bench``).
 
-    python benchmarks/run_all.py            # Madlib, HNSW recall, k_nearest, TEM/BRR, doors, LPLP
+    python benchmarks/run_all.py            # Madlib, HNSW, k_nearest, TEM/BRR, doors, LPLP, more
     python benchmarks/run_all.py --peers    # also the peer comparison (~30+ minutes)
 
 Each script prints its own table and writes benchmarks/results/*.json|md; the LPLP topic
@@ -24,6 +24,7 @@ SCRIPTS = [
     ["bench_k_nearest.py"],
     ["bench_tem_brr.py"],
     ["bench_doors.py"],
+    ["hostile_input.py"],
     ["lplp_20news.py", "--throughput"],
 ]
 

@@ -25,6 +25,7 @@ BAD_ARGUMENTS = [
     ("benchmarks/bench_madlib.py", ["--rounds", "0"], "argument --rounds"),
     ("benchmarks/bench_k_nearest.py", ["--vocab", "500000"], "GloVe 6B has 400,000 words"),
     ("benchmarks/bench_k_nearest.py", ["--queries", "0"], "argument --queries"),
+    ("benchmarks/hostile_input.py", ["--sizes", "0"], "argument --sizes"),
     ("benchmarks/seeded_outputs.py", ["--vocab-size", "500000"], "GloVe 6B has 400,000"),
     ("benchmarks/bench_madlib.py", ["--words", "-5"], "argument --words"),
     ("benchmarks/bench_tem_brr.py", ["--tokens", "0"], "argument --tokens"),
