@@ -146,6 +146,30 @@ def test_a_json_file_read_whole_as_text_is_refused(tmp_path, capsys, no_noise, d
 RECORDS = [{"id": 7, "text": "zq7secret"}, {"id": 8, "text": "music"}]
 
 
+@pytest.mark.parametrize("unit", ["line", "file"])
+def test_json_records_too_long_to_parse_are_refused_by_their_opening(
+    tmp_path, capsys, monkeypatch, no_noise, unit
+):
+    """Sniffing parsed a whole first line (or file) to see whether it was JSON: a 40 MB line
+    of ``[{}, ...]`` took 865 MB. Past SNIFF_BYTES nothing is parsed; JSON records are
+    still refused by how they open."""
+    import dxp_plugins.cli.records as records
+
+    monkeypatch.setattr(records, "SNIFF_BYTES", 200)
+    real_loads = records.json.loads
+
+    def loads(body, *args, **kwargs):
+        assert len(body) <= 200, "a long body was parsed to sniff it"
+        return real_loads(body, *args, **kwargs)
+
+    monkeypatch.setattr(records.json, "loads", loads)
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(RECORDS * 20))
+    code, out, err = run(["privatize", source, "--unit", unit, "-e", 300, *FAST], capsys)
+    assert code == 1 and out == "" and "looks like the start of a JSON document" in err, err
+    assert "zq7secret" not in err
+
+
 @pytest.mark.parametrize(
     ("data", "line", "kind"),
     [
