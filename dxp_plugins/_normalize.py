@@ -7,7 +7,7 @@ import functools
 import re
 import sys
 import unicodedata
-from typing import Literal
+from typing import Literal, NamedTuple
 
 #: Invisible characters treated as layout: soft hyphen, zero-width space, non-joiner and
 #: joiner, word joiner, byte-order mark, and the bidirectional controls (Unicode's
@@ -32,9 +32,16 @@ def normalize(form: Literal["NFC", "NFD", "NFKC", "NFKD"], text: str) -> str:
     marks. CPython puts a run in canonical order by insertion sort (before the fix of
     gh-149079; Python 3.11 has it): 100 kB of alternating marks took 8 s, 1 MB about half an
     hour. Such runs are sorted here first, stably by combining class, which is the canonical
-    ordering itself: the text is canonically equivalent, so its normal forms are the same."""
+    ordering itself: the text is canonically equivalent, so its normal forms are the same.
+    The few starters that decompose into non-starters (U+0F73, and U+FF9E in the K forms)
+    would cut a run where the decomposition joins it: they are decomposed first (an
+    equivalent text again, canonically or, for the K forms, in compatibility)."""
     if len(text) >= ORDERED_RUN and not text.isascii():
-        text = _non_starter_runs().sub(_canonical_order, text)
+        tables = _unicode_tables()
+        expansions, present = tables.compatibility if form in ("NFKC", "NFKD") else tables.canonical
+        if present.search(text) is not None:
+            text = text.translate(expansions)
+        text = tables.runs.sub(_canonical_order, text)
     return unicodedata.normalize(form, text)
 
 
@@ -42,22 +49,45 @@ def _canonical_order(run: re.Match[str]) -> str:
     return "".join(sorted(run.group(), key=unicodedata.combining))
 
 
+class _Tables(NamedTuple):
+    """What :func:`normalize` reads from this Python's Unicode tables."""
+
+    runs: re.Pattern[str]  # ORDERED_RUN or more non-starters in a row
+    canonical: tuple[dict[int, str], re.Pattern[str]]  # starters whose NFD starts with a mark
+    compatibility: tuple[dict[int, str], re.Pattern[str]]  # the same for NFKD
+
+
 @functools.cache
-def _non_starter_runs() -> re.Pattern[str]:
-    """A pattern matching :data:`ORDERED_RUN` or more non-starters in a row, built from
-    this Python's Unicode tables on first use (about 0.1 s)."""
+def _unicode_tables() -> _Tables:
+    """Built on first use, in one pass over the code points (about 0.2 s)."""
     ranges: list[list[int]] = []
+    canonical: dict[int, str] = {}
+    compatibility: dict[int, str] = {}
     for code in range(sys.maxunicode + 1):
-        if unicodedata.combining(chr(code)):
+        char = chr(code)
+        if unicodedata.combining(char):
             if ranges and ranges[-1][1] == code - 1:
                 ranges[-1][1] = code
             else:
                 ranges.append([code, code])
+        elif unicodedata.decomposition(char):
+            decomposed = unicodedata.normalize("NFD", char)
+            if unicodedata.combining(decomposed[0]):
+                canonical[code] = decomposed
+            decomposed = unicodedata.normalize("NFKD", char)
+            if unicodedata.combining(decomposed[0]):
+                compatibility[code] = decomposed
     members = "".join(
         re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
         for a, b in ranges
     )
-    return re.compile(f"[{members}]{{{ORDERED_RUN},}}")
+
+    def expanding(table: dict[int, str]) -> tuple[dict[int, str], re.Pattern[str]]:
+        return table, re.compile("[" + "".join(re.escape(chr(code)) for code in table) + "]")
+
+    return _Tables(
+        re.compile(f"[{members}]{{{ORDERED_RUN},}}"), expanding(canonical), expanding(compatibility)
+    )
 
 
 def normalize_word(word: str) -> str:
