@@ -127,6 +127,10 @@ IDENTIFIERS = re.compile(f"{_EMAIL}|{_URL}|{_HANDLE}|{_NUMBER}")
 #: one is searched without that part, which finds the same spans (the part could not match
 #: anywhere) in a fraction of the time: the e-mail part alone cost ~25 us per sentence.
 _URL_START = re.compile(r"(?i:https?://|www\.)")
+#: The ideographic full stops U+3002 and U+FF61 are the dots of a domain name as IDNA (UTS
+#: #46) reads one, and NFKC keeps them: the built-ins read them as ``.`` (one character for
+#: one, so the spans' offsets hold). A registered mask sees the text as it is.
+_DOTS = str.maketrans({"\u3002": ".", "\uff61": "."})
 _DIGIT = re.compile(r"\d")
 _PARTS = (_EMAIL, _URL, _HANDLE, _NUMBER)
 
@@ -204,7 +208,10 @@ def _finditer(parts: _Parts, text: str) -> Iterator[tuple[int, int]]:
 def _search(
     text: str, email: bool, url: bool, handle: bool, number: bool
 ) -> Iterable[tuple[int, int]]:
-    """The spans of the parts asked for (in IDENTIFIERS' order) that ``text`` can hold."""
+    """The spans of the parts asked for (in IDENTIFIERS' order) that ``text`` can hold, the
+    ideographic full stops read as dots (:data:`_DOTS`)."""
+    if not text.isascii():
+        text = text.translate(_DOTS)
     at = "@" in text
     patterns = _COMBINED[
         (
@@ -321,9 +328,7 @@ def visible_spans(mask: Mask, text: str) -> list[tuple[int, int]]:
     offsets into ``text``: without the invisible characters lookup drops
     (:data:`~dxp_plugins._normalize.INVISIBLE`) and in NFKC compatibility form, each
     character together with the combining marks after it (full-width U+FF20 and U+FF0E are
-    ``@`` and ``.``; ``e`` + U+0301 is ``é``, as the text doors compose it), and the
-    ideographic full stops U+3002 and U+FF61 read as ``.``, as IDNA reads them in a domain
-    (``www。example。com``: NFKC keeps them). An address
+    ``@`` and ``.``; ``e`` + U+0301 is ``é``, as the text doors compose it). An address
     written with a zero-width space, full-width marks or decomposed accents, which lookup
     still finds as a vocabulary row, does not escape the mask. ASCII text and text already
     in that form are read as they are; only the others go through a Python loop over their
@@ -334,9 +339,6 @@ def visible_spans(mask: Mask, text: str) -> list[tuple[int, int]]:
 
 #: Non-ASCII characters: the only ones a reading can change (or a combining mark join).
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
-#: The ideographic full stop (U+3002, and U+FF61, which NFKC makes it), a dot in a domain
-#: name as IDNA (UTS #46) reads one.
-_IDEOGRAPHIC_STOP = "\u3002"
 
 
 def _is_mark(char: str) -> bool:
@@ -366,9 +368,7 @@ class Reading:
     def of(cls, text: str) -> Reading:
         """The reading of ``text``."""
         if text.isascii() or (  # a mark left in NFKC text composes with nothing
-            unicodedata.is_normalized("NFKC", text)
-            and len(without_invisible(text)) == len(text)
-            and _IDEOGRAPHIC_STOP not in text
+            unicodedata.is_normalized("NFKC", text) and len(without_invisible(text)) == len(text)
         ):
             return cls(text, [0], [0])
         parts: list[str] = []
@@ -405,7 +405,7 @@ class Reading:
                 while stop < size and _is_mark(text[stop]):
                     stop += 1
             written = text[start:stop]
-            form = normalize("NFKC", written).replace(_IDEOGRAPHIC_STOP, ".")
+            form = normalize("NFKC", written)
             if form == written:
                 as_written(start, stop)
             elif form:

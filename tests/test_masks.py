@@ -354,6 +354,16 @@ def test_ideographic_full_stops_are_read_as_dots(glove_5k, stop):
     assert masks.visible_spans(identifiers, sentence) == []
 
 
+def test_a_registered_mask_sees_the_ideographic_full_stop_as_written():
+    """The built-ins' reading of U+3002 as a dot was first put in the reading every mask
+    gets: a registered pattern ending in "。" then matched nothing and its sentence went out
+    unmasked (diff review F1)."""
+    secret = masks.Mask("secret", masks.regex_mask(r"[^。\s]*机密[^。\s]*。"))
+    text = "hello 项目代号是机密的银河计划。 thanks"
+    found = [text[a:b] for a, b in masks.visible_spans(secret, text)]
+    assert found == ["项目代号是机密的银河计划。"]
+
+
 def test_a_pattern_stopping_at_an_apostrophe_still_hides_the_whole_address():
     """The diff review's case: a pattern that stops at ``'`` left ``Mary`` (a vocabulary word)
     when it replaced text before tokenizing; on tokens it hides the whole token."""
