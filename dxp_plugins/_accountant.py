@@ -329,11 +329,6 @@ class Accountant:
         return f"Accountant(spent={number(self.spent)}, releases={self.releases}{raw_words}, {cap})"
 
 
-#: Its public home: pickles, reprs and help name ``dxp_plugins.guarantee.Accountant``, so
-#: this module can move without breaking a pickled ledger.
-Accountant.__module__ = "dxp_plugins.guarantee"
-
-
 def _one_ledger_each(unit: str, other: str) -> str:
     """What to do instead of adding releases in ``other`` to a ledger in ``unit``."""
     lplp = ("LPLP" in unit) + ("LPLP" in other)

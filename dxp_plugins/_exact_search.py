@@ -240,9 +240,3 @@ def exact_search(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
             best[which[better]] = direct[better]
             best_row[which[better]] = start + cols[better]
     return best_row
-
-
-# Their public home: pickles, reprs and help name dxp_plugins.neighbors, so this module can
-# move without breaking a pickled result.
-for _public in (Neighbors, squared_distances, exact_search, exact_k_nearest):
-    _public.__module__ = "dxp_plugins.neighbors"

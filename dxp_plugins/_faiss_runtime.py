@@ -54,11 +54,6 @@ def _faiss() -> Any:
     return faiss
 
 
-#: Exact searches of fewer queries than this (from 2 up) run on one OpenMP thread: faiss's
-#: team costs more than it saves there (3-4.5x slower for 8 queries, 1.6-2.9x for 32, about
-#: equal at 128 on 2 cores; benchmarks/bench_search_threads.py).
-SMALL_BATCH = 128
-
 _searching = 0  # searches in flight in this process, from any thread (_search_threads)
 _searching_lock = threading.Lock()
 

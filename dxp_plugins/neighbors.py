@@ -66,7 +66,7 @@ from ._exact_search import (
     exact_search,
     squared_distances,
 )
-from ._faiss_runtime import BLAS_THRESHOLD, SMALL_BATCH, _faiss, _search_threads
+from ._faiss_runtime import BLAS_THRESHOLD, _faiss, _search_threads
 from ._locks import key_lock
 from ._validation import check_choice, check_int
 
@@ -108,6 +108,11 @@ HNSW_LIMITS: dict[str, tuple[int, int]] = {
     "ef_construction": (1, 100_000),
     "ef_search": (1, 100_000),
 }
+#: Exact searches of fewer queries than this (from 2 up) run on one OpenMP thread: faiss's
+#: team costs more than it saves there (3-4.5x slower for 8 queries, 1.6-2.9x for 32, about
+#: equal at 128 on 2 cores; benchmarks/bench_search_threads.py).
+SMALL_BATCH = 128
+
 #: Rows faiss proposes per query (float32), re-ranked in float64.
 CANDIDATES = 4
 #: The exact index refuses rows farther than this from the table's mean: their squared

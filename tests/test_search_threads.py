@@ -14,6 +14,7 @@ import pytest
 
 import dxp_plugins as dxp
 from dxp_plugins import _faiss_runtime as faiss_runtime
+from dxp_plugins import neighbors
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def test_small_exact_batches_search_on_one_thread(glove_5k, faiss_threads):
     faiss = faiss_runtime._faiss()
     default = faiss.omp_get_max_threads()
     index = dxp.Madlib(glove_5k, 10.0).neighbor_index
-    for n in (1, 2, 8, faiss_runtime.SMALL_BATCH - 1, faiss_runtime.SMALL_BATCH, 300):
+    for n in (1, 2, 8, neighbors.SMALL_BATCH - 1, neighbors.SMALL_BATCH, 300):
         index.search_raw(queries(glove_5k, n))
     assert faiss_threads == [default, 1, 1, 1, default, default]
     assert faiss.omp_get_max_threads() == default  # restored
