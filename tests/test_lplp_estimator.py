@@ -495,6 +495,20 @@ def test_validation_errors_never_quote_the_counts():
         assert "\n" not in message
 
 
+def test_a_sparse_matrix_printed_in_an_error_is_withheld():
+    """scikit-learn prints a sparse matrix as "(row, col) value" lines, without brackets
+    (and on scipy 1.11/1.12 without quotes): the counts went into the message (diff review
+    F8). Only an error's first line is kept."""
+    from dxp_plugins.estimators.lplp import _without_data
+
+    dump = "Complex data not supported\n  (0, 0)\t(1+2j)\n  (0, 2)\t(977+0j)\n  (0, 5)\tnan\n"
+    assert _without_data(dump) == "Complex data not supported"
+    assert _without_data("dtype='numeric' is not compatible with arrays of bytes") == ""
+    with pytest.raises(ValueError) as error:
+        LPLPTransformer().fit(sp.csr_matrix(np.array([[1 + 2j, 0, 977]])))
+    assert "977" not in str(error.value) and "\n" not in str(error.value)
+
+
 def test_transform_rejects_other_features_and_negative_counts(counts):
     transformer = LPLPTransformer().fit(counts)
     with pytest.raises(ValueError, match="features"):

@@ -645,14 +645,21 @@ def _holds_texts(X: Any) -> bool:
 
 
 def _without_data(message: str) -> str:
-    """``message`` without printed arrays (any bracketed text, however it wraps) and cut at
-    its first quote (a value that did not convert, which a repr may escape in ways no
-    pattern of quotes follows), on one line."""
+    """``message`` without printed arrays (any bracketed text, however it wraps), without
+    the lines holding no word (a sparse matrix prints as ``(row, col) value`` lines, without
+    brackets), and cut at its first quote (a value that did not convert, which a repr may
+    escape in ways no pattern of quotes follows), on one line."""
     previous = None
     while previous != message:  # innermost brackets first: nested and multi-line arrays
         previous, message = message, re.sub(r"\[[^\[\]]*\]", "", message)
     message = re.sub(r"array=\.?", "", message)
+    message = "\n".join(
+        line
+        for line in message.splitlines()
+        if re.search(r"[A-Za-z]{3}", line) and not re.match(r"\s*\(\d", line)
+    )
     quote = re.search(r"['\"]", message)
     if quote:
-        message = f"{message[: quote.start()].rstrip(' :')}: (the value is withheld)"
-    return " ".join(message.split())
+        head = re.sub(r"\b(?:dtype=|b)$", "", message[: quote.start()]).rstrip(" :=")
+        message = f"{head}: (the value is withheld)" if head else ""
+    return " ".join(message.split()).rstrip(" :")
