@@ -116,7 +116,7 @@ def output_counts(
     table = np.zeros((len(inputs), outputs), dtype=np.int64)
     for row, value in enumerate(inputs):
         produced = np.asarray(sample(value, draws))
-        if produced.shape != (draws,) or produced.dtype.kind not in "iu":
+        if produced.shape != (draws,) or (draws and produced.dtype.kind not in "iu"):
             raise ValueError(
                 f"sample({value}, {draws}) gave an array of shape {produced.shape} and dtype "
                 f"{produced.dtype}; expected {draws} integer output ids"

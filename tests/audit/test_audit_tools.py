@@ -83,6 +83,7 @@ def test_epsilon_bound_equals_clopper_pearson_at_the_bonferroni_level():
 def test_output_counts_tallies_each_input_row():
     counts = output_counts(lambda value, n: np.full(n, value), [2, 0], 7, 3)
     assert counts.tolist() == [[0, 0, 7], [7, 0, 0]]
+    assert output_counts(lambda value, n: [], [0], 0, 2).tolist() == [[0, 0]]  # no draws
 
 
 @pytest.mark.parametrize(
