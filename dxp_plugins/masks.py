@@ -158,9 +158,10 @@ def _alternatives(parts: tuple[str, ...], on: tuple[bool, ...]) -> re.Pattern[st
 class _Parts(NamedTuple):
     """The patterns :func:`_finditer` tries for one choice of parts."""
 
-    email: re.Pattern[str] | None  # the e-mail part, when chosen
-    others: re.Pattern[str] | None  # the other parts chosen, in IDENTIFIERS' order
+    first: re.Pattern[str]  # every part chosen, in IDENTIFIERS' order; e-mail as group "email"
+    others: re.Pattern[str] | None  # the parts chosen but the e-mail part
     guarded: re.Pattern[str]  # every part chosen, guarded (_GUARDED_PARTS)
+    email: bool  # whether the e-mail part is chosen
 
 
 #: The run of local-part characters from a position: where the e-mail part's local part
@@ -170,12 +171,12 @@ _LOCAL_RUN = re.compile(r'[^\s@<>()\[\],;:"]*')
 _COMBINED: dict[tuple[bool, ...], _Parts | None] = {}
 for _on in itertools.product((False, True), repeat=len(_PARTS)):
     _guarded = _alternatives(_GUARDED_PARTS, _on)
+    _others = _alternatives(_PARTS[1:], _on[1:])
+    _first = _alternatives((f"(?P<email>{_EMAIL})", *_PARTS[1:]), _on)
     _COMBINED[_on] = (
-        None
-        if _guarded is None
-        else _Parts(EMAILS if _on[0] else None, _alternatives(_PARTS[1:], _on[1:]), _guarded)
+        None if _guarded is None or _first is None else _Parts(_first, _others, _guarded, _on[0])
     )
-del _on, _guarded
+del _on, _guarded, _others, _first
 
 
 def _finditer(parts: _Parts, text: str) -> Iterator[tuple[int, int]]:
@@ -185,19 +186,18 @@ def _finditer(parts: _Parts, text: str) -> Iterator[tuple[int, int]]:
 
     Where the e-mail part failed, it fails from every later start in the same run of
     local-part characters (its local part would end at the same character, before the
-    same ``@``), so it is not tried there again: a run holding many short matches
+    same ``@``), so only the other parts are tried there: a run holding many short matches
     (``"1!" * n`` before an ``@``) was rescanned after each one, quadratic (100 kB: 23 s).
     """
     position, email_fails_before = 0, 0
     while position < len(text):
-        match = None
-        if parts.email is not None and position >= email_fails_before:
-            match = parts.email.match(text, position)
-            if match is None:
+        if not parts.email or position >= email_fails_before:
+            match = parts.first.match(text, position)
+            if parts.email and (match is None or match.lastgroup != "email"):
                 run = _LOCAL_RUN.match(text, position)
                 email_fails_before = run.end() if run is not None else position
-        if match is None and parts.others is not None:
-            match = parts.others.match(text, position)
+        else:
+            match = None if parts.others is None else parts.others.match(text, position)
         match = match or parts.guarded.search(text, position + 1)
         if match is None:
             return
