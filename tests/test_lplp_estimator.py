@@ -943,9 +943,8 @@ def test_the_docstring_names_every_parameter_and_fitted_attribute(vocabulary, gl
     assert "default 1.0" in doc  # the epsilon default and why it is safe here are documented
 
 
-def test_settings_holding_arrays_are_compared_by_value(monkeypatch):
-    """Dict settings are copied at fit (to see in-place edits), so one holding an array is
-    compared item by item: an equal array is no change, another one is."""
+def _fitted_with_labels(monkeypatch) -> tuple[LPLPTransformer, np.ndarray]:
+    """A transformer fitted with a registered grouping whose setting holds an array."""
     from tests.door_fixtures import register
 
     def by_labels(context, labels):
@@ -956,6 +955,13 @@ def test_settings_holding_arrays_are_compared_by_value(monkeypatch):
     transformer = LPLPTransformer(
         n_groups=4, grouping="by-labels-test", grouping_params={"labels": labels}
     ).fit(small_counts())
+    return transformer, labels
+
+
+def test_settings_holding_arrays_are_compared_by_value(monkeypatch):
+    """Dict settings are copied at fit (to see in-place edits), so one holding an array is
+    compared item by item: an equal array is no change, another one is."""
+    transformer, labels = _fitted_with_labels(monkeypatch)
     assert transformer.transform(small_counts()).shape == (20, 12)
     transformer.set_params(grouping_params={"labels": labels.copy()})
     assert transformer.transform(small_counts()).shape == (20, 12)
@@ -967,16 +973,7 @@ def test_settings_holding_arrays_are_compared_by_value(monkeypatch):
 def test_an_array_inside_a_setting_edited_in_place_is_a_change(monkeypatch):
     """Dict settings were copied one level deep: an array inside one, edited in place after
     fit, was the very same object at transform and passed for unchanged."""
-    from tests.door_fixtures import register
-
-    def by_labels(context, labels):
-        return np.asarray(labels)
-
-    register(monkeypatch, "groupings", "by-labels-test", by_labels)
-    labels = np.arange(12) % 4
-    transformer = LPLPTransformer(
-        n_groups=4, grouping="by-labels-test", grouping_params={"labels": labels}
-    ).fit(small_counts())
+    transformer, labels = _fitted_with_labels(monkeypatch)
     labels[:] = (labels + 1) % 4
     with pytest.raises(ValueError, match="grouping_params changed since fit"):
         transformer.transform(small_counts())
