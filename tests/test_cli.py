@@ -674,6 +674,17 @@ def test_a_file_ending_in_a_lone_cr_stays_apart_from_the_next(
         assert [json.loads(line) for line in out.splitlines()]  # one record per line
 
 
+def test_a_byte_order_mark_opening_a_later_jsonl_line_is_dropped(tmp_path, capsys):
+    """Files that each begin with a BOM, joined by ``cat``: the second file's first record
+    failed the run as "not valid JSON" (adversarial-input review F10)."""
+    bom = "\ufeff".encode()
+    source = tmp_path / "joined.jsonl"
+    source.write_bytes(bom + b'{"text": "the team"}\n' + bom + b'{"text": "the city"}\n')
+    code, out, err = run(["privatize", source, "-e", 300, *FAST], capsys)
+    assert code == 0, err
+    assert [json.loads(line)["text"] for line in out.splitlines()] == ["the team", "the city"]
+
+
 def test_many_input_files_are_read_one_at_a_time(tmp_path):
     """All inputs were held open until the end: ~1,000 files hit the descriptor limit."""
     names = []

@@ -54,7 +54,8 @@ GOOD = b'{"id": 1, "text": "the hockey team"}\n' * 5
             [],
             "line 6: not valid JSON (NaN and Infinity are not JSON)",
         ),
-        ("in.jsonl", b'\xef\xbb\xbf{"text": "zq7secret"}\n', [], "line 6: not valid JSON"),
+        # a BOM opening a line is dropped (files joined by cat); one after a record is not
+        ("in.jsonl", b'{"text": "zq7secret"}\xef\xbb\xbf\n', [], "line 6: not valid JSON"),
         (
             "in.jsonl",
             b'{"text": "hockey", "k": "zq7secret \\ud800"}\n',

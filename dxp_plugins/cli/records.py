@@ -236,10 +236,11 @@ def _refuse_constant(name: str) -> NoReturn:
 def _parse_record(body: bytes, where: str) -> Any:
     """One JSONL line, decoded as strict UTF-8 first (as plain text is: json.loads would
     guess UTF-16 or UTF-32), then parsed as strict JSON; errors name the line and the
-    reason, never the input."""
+    reason, never the input. A byte-order mark opening the line is dropped, as it is on a
+    file's first line: ``cat`` of files that each begin with one puts it mid-input."""
     from .._validation import check_text
 
-    text = check_text(body, where)
+    text = check_text(body.removeprefix(BOM), where)
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except _NotJSON:
